@@ -1,0 +1,38 @@
+# Juncture: `make demo` runs the main job on embedded defaults; `make test` runs the whole suite.
+# Both create .venv (Python 3.11) and install the pinned dependencies first.
+
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+UV_VERSION := 0.13.9
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test install lint bench clean
+
+demo: $(STAMP)
+	$(BIN)/juncture demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+install: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(BIN)/uv pip install --python $(BIN)/python --quiet -r requirements.lock
+	$(BIN)/uv pip install --python $(BIN)/python --quiet --no-deps -e .
+	touch $(STAMP)
+
+# Regenerate the lock after changing dependencies in pyproject.toml.
+lock: $(STAMP)
+	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 -o requirements.lock
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache

@@ -1,0 +1,15 @@
+"""The commands of the DESIGN.md command-line contract, one module each, in help order."""
+
+from catalog.cli.commands import (
+    crawl,
+    demo,
+    index,
+    lookup,
+    portal,
+    rebuild,
+    search,
+    serve,
+    update,
+)
+
+COMMAND_MODULES = (demo, portal, crawl, index, update, rebuild, lookup, search, serve)

@@ -1,0 +1,100 @@
+"""Engines and sessions for the catalog database, and schema creation/upgrade on first use.
+
+SQLite (the embedded default) runs in WAL mode so lookups keep reading while a publish writes;
+PostgreSQL is used as is. The schema is always brought to Alembic's head before the first query,
+so `juncture` works on a fresh home and upgrades an old catalog in place.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from catalog.errors import UserError
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+_ready: set[str] = set()
+_lock = threading.Lock()
+
+
+def alembic_config(url: str | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    if url:
+        cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine for `url`; SQLite gets WAL, foreign keys and a busy timeout."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **kwargs)
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if parsed.get_backend_name() == "postgresql":
+        return create_engine(url, pool_pre_ping=True, **kwargs)
+    raise UserError(f"catalog_url: unsupported database {parsed.get_backend_name()!r} (use sqlite or postgresql)")
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def head_revision() -> str:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head() or ""
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade_schema(engine: Engine) -> None:
+    """Create or upgrade the catalog schema to head (idempotent, cheap when already at head)."""
+    key = engine.url.render_as_string(hide_password=False)
+    with _lock:
+        if key in _ready:
+            return
+        if current_revision(engine) != head_revision():
+            log.info("catalog schema upgrade", extra={"url": engine.url.render_as_string(hide_password=True)})
+            cfg = alembic_config()
+            with engine.begin() as conn:
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "head")
+        _ready.add(key)
+
+
+def open_catalog(url: str) -> Engine:
+    """An engine on an up-to-date catalog: the one call entry points make before touching it."""
+    engine = make_engine(url)
+    upgrade_schema(engine)
+    return engine
+
+
+@contextmanager
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """A session whose work is committed on success and rolled back on any error."""
+    factory = sessionmaker(bind=engine, expire_on_commit=False)
+    with factory() as session, session.begin():
+        yield session

@@ -1,0 +1,78 @@
+"""The declarative base, project-wide column types, and the packed integer-array type.
+
+Integer arrays (JOSIE sets and posting lists, signatures) are stored as little-endian int32/int64
+BLOBs on every database: one portable form, no PostgreSQL-only types, and numpy decodes them
+without a per-element Python loop.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, ClassVar
+
+import numpy as np
+from sqlalchemy import DateTime, LargeBinary, MetaData
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.types import TypeDecorator
+
+# Named constraints let migrations drop or alter them on SQLite (batch mode) and PostgreSQL alike.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dt.datetime: DateTime(timezone=True)}
+
+
+class _PackedIntArray(TypeDecorator[np.ndarray]):
+    impl = LargeBinary
+    cache_ok = True
+    dtype: str = "<i4"
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> bytes | None:
+        if value is None:
+            return None
+        arr = np.asarray(value)
+        if arr.ndim != 1:
+            raise ValueError(f"packed arrays are one-dimensional, got shape {arr.shape}")
+        if arr.size and arr.dtype.kind not in "iu":
+            raise ValueError(f"packed arrays hold integers, got dtype {arr.dtype}")
+        info = np.iinfo(np.dtype(self.dtype))
+        if arr.size and (arr.min() < info.min or arr.max() > info.max):
+            raise ValueError(f"value out of range for {self.dtype}")
+        return arr.astype(self.dtype, copy=False).tobytes()
+
+    def process_result_value(self, value: bytes | None, dialect: Dialect) -> np.ndarray | None:
+        if value is None:
+            return None
+        return np.frombuffer(value, dtype=self.dtype)
+
+
+class PackedInt32Array(_PackedIntArray):
+    """A 1-D int32 array stored as a little-endian BLOB (bytea on PostgreSQL)."""
+
+    dtype = "<i4"
+    cache_ok = True
+
+
+class PackedInt64Array(_PackedIntArray):
+    """A 1-D int64 array stored as a little-endian BLOB (bytea on PostgreSQL)."""
+
+    dtype = "<i8"
+    cache_ok = True
+
+
+def pack_int32(values: Any) -> bytes:
+    """The stored form of an int32 array, for bulk inserts that bypass the ORM."""
+    return np.asarray(values, dtype="<i4").tobytes()
+
+
+def unpack_int32(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype="<i4")

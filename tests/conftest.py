@@ -1,0 +1,93 @@
+"""Shared fixtures: one real local Spark session, throw-away settings, and catalogs on real
+SQLite and the real PostgreSQL server on 127.0.0.1:5432 (a fresh database per test session and a
+fresh schema per test)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from catalog.db import make_engine, upgrade_schema
+from catalog.settings import IndexSettings, Settings, SparkSettings, load_settings
+
+PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+_schema_counter = itertools.count(1)
+
+
+def make_settings(home: Path, **overrides: object) -> Settings:
+    """Settings for a test: everything under `home`, Spark sized for tests, no config file."""
+    base = load_settings({}, cwd=home)
+    spark = SparkSettings(master="local[2]", driver_memory="2g", shuffle_partitions=2, ui=False)
+    return dataclasses.replace(base, spark=spark, index=IndexSettings(cells_buckets=4), **overrides)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return make_settings(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    from spark_jobs.spark_session import get_spark
+
+    home = Path(os.environ.get("PYTEST_SPARK_HOME", "/tmp")) / f"juncture-spark-{uuid.uuid4().hex[:8]}"
+    session = get_spark(make_settings(home), "juncture.tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session, dropped at the end."""
+    import psycopg
+    from psycopg import sql
+
+    name = f"juncture_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres", autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    with psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres", autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+def _pg_schema_url(database_url: str) -> str:
+    """A new empty schema in the session database, as a URL whose search_path points at it."""
+    import psycopg
+    from psycopg import sql
+
+    schema = f"t{next(_schema_counter)}_{uuid.uuid4().hex[:6]}"
+    dbname = database_url.rsplit("/", 1)[1]
+    with psycopg.connect(f"host=127.0.0.1 port=5432 user=postgres dbname={dbname}", autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    return f"{database_url}?options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of an empty catalog, once on SQLite and once on PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'catalog.db'}"
+    return _pg_schema_url(request.getfixturevalue("pg_database"))
+
+
+@pytest.fixture
+def catalog_engine(catalog_url: str) -> Iterator[Engine]:
+    """An engine on a catalog at the current schema head (SQLite and PostgreSQL)."""
+    engine = make_engine(catalog_url)
+    upgrade_schema(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def catalog_settings(tmp_path: Path, catalog_url: str) -> Settings:
+    """Test settings whose catalog is `catalog_url` (so a test runs on both databases)."""
+    return make_settings(tmp_path, catalog_url=catalog_url)

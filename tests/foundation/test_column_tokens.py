@@ -1,0 +1,76 @@
+"""Silver column tokens: the Spark normalization equals the Python contract function, and the job
+replaces exactly the tokens of a batch's tables."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+from catalog.identity import column_headers, normalize_token
+from catalog.settings import Settings
+from spark_jobs import column_tokens
+from spark_jobs.lake_store import LakeStore
+from spark_jobs.land_tables import ParsedTable, land_batch
+
+ALPHABET = [*"aZ09 .+-_/,'", "\t", "\n", "\x0b", "\x1c", "\x1f", "\u00a0", "\u2003", "ß", "İ", "ﬁ", "１", "٣",
+                                    "é", "e\u0301", "Σ", "ς", "😀", "Ⅻ", "\u200b"]
+SPECIAL = ["12.0", "-0.00", "+5.0", "0012.000", "12.50", "NULL", " n/a ", "NaN", "-", "", "  ", "N A", "１２.０",
+           "Straße", "ﬁne", "x\x1cy", "\x1fz\x1f", "İstanbul", "NA", "None", "nan ", "1.0e3"]
+
+
+def random_values(n: int, seed: int = 7) -> list[str]:
+    rnd = random.Random(seed)
+    out = list(SPECIAL)
+    while len(out) < n:
+        out.append("".join(rnd.choice(ALPHABET) for _ in range(rnd.randint(0, 8))))
+    return out
+
+
+def test_spark_normalization_equals_the_python_contract(spark) -> None:  # type: ignore[no-untyped-def]
+    from pyspark.sql import functions as F  # noqa: N812
+
+    values = random_values(3000)
+    df = spark.createDataFrame([(i, v) for i, v in enumerate(values)], "i int, value string")
+    got = dict(df.select("i", column_tokens.normalized_token(F.col("value")).alias("t")).collect())
+    mismatches = [(values[i], got[i], normalize_token(values[i])) for i in range(len(values))
+                  if got[i] != normalize_token(values[i])]
+    assert mismatches == []
+
+
+def table(tid: str, headers: list[str], rows: list[list[str | None]]) -> ParsedTable:
+    return ParsedTable(table_id=tid, headers=headers, columns=[list(c) for c in zip(*rows, strict=True)])
+
+
+def expected(tables: list[ParsedTable]) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    for t in tables:
+        for header, values in zip(column_headers(list(t.headers)), t.columns, strict=True):
+            counts = Counter(tok for tok in map(normalize_token, values) if tok is not None)
+            out.update({(f"{t.table_id}#{header}", tok): n for tok, n in counts.items()})
+    return out
+
+
+def actual(store: LakeStore) -> dict[tuple[str, str], int]:
+    t = store.read_arrow(column_tokens.COLUMN_TOKENS)
+    return {(c, tok): n for c, tok, n in zip(t["column_id"].to_pylist(), t["token"].to_pylist(),
+                                             t["n"].to_pylist(), strict=True)}
+
+
+def test_job_tracks_adds_changes_and_deletes(spark, settings: Settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    store = LakeStore(settings.lake, spark)
+    a = table("file:a.csv", ["id", "city", "city"], [["1", "NYC", "x"], ["2", "nyc ", None], ["3.0", "Boston", "n/a"]])
+    b = table("file:b.csv", ["", "city"], [["1", "Boston"], ["1", "Paris"]])
+    batch = land_batch(store, [a, b], [], n_buckets=settings.index.cells_buckets)
+    column_tokens.run(spark, settings, batch)
+    assert actual(store) == expected([a, b])
+    assert ("file:a.csv#city~2", "x") in actual(store) and ("file:b.csv#column_1", "1") in actual(store)
+
+    a2 = table("file:a.csv", ["id"], [["9"]])
+    c = table("file:c.csv", ["k"], [["Boston"]])
+    batch2 = land_batch(store, [a2, c], ["file:b.csv"], n_buckets=settings.index.cells_buckets)
+    column_tokens.run(spark, settings, batch2)
+    assert actual(store) == expected([a2, c])
+    version = store.version(column_tokens.COLUMN_TOKENS)
+    assert column_tokens.run(spark, settings, batch2).skipped  # re-running a batch is a no-op
+    assert store.version(column_tokens.COLUMN_TOKENS) == version

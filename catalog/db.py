@@ -12,17 +12,17 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from catalog.errors import UserError
+from catalog.migrations import HEAD
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,8 @@ _lock = threading.Lock()
 
 
 def alembic_config(url: str | None = None) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     if url:
@@ -62,12 +64,18 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 def head_revision() -> str:
+    """The newest migration, as Alembic computes it from the scripts (slow: parses every script)."""
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config()).get_current_head() or ""
 
 
 def current_revision(engine: Engine) -> str | None:
+    """The schema's revision, read directly so that a lookup at head never imports Alembic."""
     with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 def upgrade_schema(engine: Engine) -> None:
@@ -76,7 +84,9 @@ def upgrade_schema(engine: Engine) -> None:
     with _lock:
         if key in _ready:
             return
-        if current_revision(engine) != head_revision():
+        if current_revision(engine) != HEAD:
+            from alembic import command
+
             log.info("catalog schema upgrade", extra={"url": engine.url.render_as_string(hide_password=True)})
             cfg = alembic_config()
             with engine.begin() as conn:

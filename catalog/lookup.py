@@ -3,6 +3,11 @@
 Every function takes a SQLAlchemy `Session` and returns plain dataclasses, so the CLI (`--json`),
 the HTTP API and the Airflow plugin serialise the very same objects. Unknown ids raise
 `UnknownIdError`.
+
+Each answer is read with ONE SELECT (the subject outer-joined with its rows), so it comes from one
+snapshot of the catalog on SQLite (WAL) and PostgreSQL (READ COMMITTED) alike: a lookup running
+while a batch is published sees the whole old answer or the whole new one, never a mix, and an
+unknown id is told apart from an empty answer by the same statement.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from catalog.errors import UnknownIdError
-from catalog.models import CatalogColumn, CatalogTable, ColumnProfile, TableKey
+from catalog.errors import UnknownIdError, UserError
+from catalog.models import CatalogColumn, CatalogTable, ColumnProfile, JoinableColumn, TableKey, UnionableTable
+
+MAX_K = 1000  # answers per page; the precomputed lists are shorter (settings.index.*_k)
 
 
 @dataclass(frozen=True)
@@ -108,17 +115,22 @@ def tables(session: Session, *, source: str | None = None, limit: int = 100, off
 
 
 def columns(session: Session, table_id: str) -> list[ColumnInfo]:
-    _table_row(session, table_id)
-    rows = session.scalars(select(CatalogColumn).where(CatalogColumn.table_id == table_id)
-                           .order_by(CatalogColumn.position))
-    return [ColumnInfo(r.column_id, r.table_id, r.header, r.position, r.portal_type) for r in rows]
+    rows = session.execute(
+        select(CatalogTable.table_id, CatalogColumn)
+        .outerjoin(CatalogColumn, CatalogColumn.table_id == CatalogTable.table_id)
+        .where(CatalogTable.table_id == table_id).order_by(CatalogColumn.position)).all()
+    if not rows:
+        raise UnknownIdError("table_id", table_id)
+    return [ColumnInfo(r.column_id, r.table_id, r.header, r.position, r.portal_type) for _, r in rows if r is not None]
 
 
 def profile(session: Session, column_id: str) -> ProfileInfo:
-    col = session.get(CatalogColumn, column_id)
-    prof = session.get(ColumnProfile, column_id) if col is not None else None
-    if col is None or prof is None:
+    row = session.execute(select(CatalogColumn, ColumnProfile).join(
+        ColumnProfile, ColumnProfile.column_id == CatalogColumn.column_id).where(
+        CatalogColumn.column_id == column_id)).first()
+    if row is None:
         raise UnknownIdError("column_id", column_id)
+    col, prof = row
     return ProfileInfo(
         column_id=col.column_id, table_id=col.table_id, column=col.header,
         **{f.name: getattr(prof, f.name) for f in dataclasses.fields(ProfileInfo)
@@ -127,7 +139,101 @@ def profile(session: Session, column_id: str) -> ProfileInfo:
 
 
 def keys(session: Session, table_id: str) -> list[KeyInfo]:
-    _table_row(session, table_id)
-    rows = session.scalars(select(TableKey).where(TableKey.table_id == table_id)
-                           .order_by(TableKey.score.desc(), TableKey.id))
-    return [KeyInfo(list(r.columns), r.exact, r.uniqueness, r.score) for r in rows]
+    rows = session.execute(
+        select(CatalogTable.table_id, TableKey).outerjoin(TableKey, TableKey.table_id == CatalogTable.table_id)
+        .where(CatalogTable.table_id == table_id).order_by(TableKey.score.desc(), TableKey.id)).all()
+    if not rows:
+        raise UnknownIdError("table_id", table_id)
+    return [KeyInfo(list(r.columns), r.exact, r.uniqueness, r.score) for _, r in rows if r is not None]
+
+
+@dataclass(frozen=True)
+class JoinableInfo:
+    """A column that joins with the query column: the candidate's ids and the pair's measures."""
+
+    table_id: str
+    column: str
+    column_id: str
+    rank: int
+    overlap: int  # distinct values shared
+    containment: float  # overlap / distinct values of the query column
+    candidate_containment: float  # overlap / distinct values of the candidate
+    jaccard: float
+    size: int
+    candidate_size: int
+    est_join_size: float  # rows an equi-join would produce, from average value multiplicities
+    query_is_key: bool
+    candidate_is_key: bool
+    direction: str  # one-to-one | many-to-one | one-to-many | many-to-many (query -> candidate)
+    exact: bool
+    method: str
+    index_version: int
+
+
+@dataclass(frozen=True)
+class AlignedColumn:
+    column: str
+    column_id: str
+    candidate_column: str
+    candidate_column_id: str
+    score: float
+    signals: dict[str, float]
+
+
+@dataclass(frozen=True)
+class UnionableInfo:
+    """A table whose rows could be stacked under the query table's, with the column alignment."""
+
+    table_id: str
+    rank: int
+    score: float
+    n_aligned: int
+    alignment: list[AlignedColumn]
+    exact: bool
+    method: str
+    index_version: int
+
+
+def _check_page(k: int, offset: int) -> None:
+    if not 1 <= k <= MAX_K:
+        raise UserError(f"k must be between 1 and {MAX_K}, got {k}")
+    if offset < 0:
+        raise UserError(f"offset must not be negative, got {offset}")
+
+
+def joinable(session: Session, column_id: str, k: int = 10, *, offset: int = 0) -> list[JoinableInfo]:
+    """The precomputed top joinable columns of `column_id`, ranks offset+1 .. offset+k."""
+    _check_page(k, offset)
+    j = JoinableColumn
+    rows = session.execute(
+        select(CatalogColumn.column_id, j).outerjoin(
+            j, (j.column_id == CatalogColumn.column_id) & (j.rank > offset) & (j.rank <= offset + k))
+        .where(CatalogColumn.column_id == column_id).order_by(j.rank)).all()
+    if not rows:
+        raise UnknownIdError("column_id", column_id)
+    return [JoinableInfo(
+        table_id=r.candidate_table_id, column=r.candidate_header, column_id=r.candidate_column_id, rank=r.rank,
+        overlap=r.overlap, containment=r.containment, candidate_containment=r.candidate_containment,
+        jaccard=r.jaccard, size=r.size, candidate_size=r.candidate_size, est_join_size=r.est_join_size,
+        query_is_key=r.is_key, candidate_is_key=r.candidate_is_key, direction=r.direction, exact=r.exact,
+        method=r.method, index_version=r.index_version,
+    ) for _, r in rows if r is not None]
+
+
+def unionable(session: Session, table_id: str, k: int = 10, *, offset: int = 0) -> list[UnionableInfo]:
+    """The precomputed top unionable tables of `table_id`, ranks offset+1 .. offset+k."""
+    _check_page(k, offset)
+    u = UnionableTable
+    rows = session.execute(
+        select(CatalogTable.table_id, u).outerjoin(
+            u, (u.table_id == CatalogTable.table_id) & (u.rank > offset) & (u.rank <= offset + k))
+        .where(CatalogTable.table_id == table_id).order_by(u.rank)).all()
+    if not rows:
+        raise UnknownIdError("table_id", table_id)
+    return [UnionableInfo(
+        table_id=r.candidate_table_id, rank=r.rank, score=r.score, n_aligned=r.n_aligned,
+        alignment=[AlignedColumn(column=a["column"], column_id=a["column_id"], candidate_column=a["candidate_column"],
+                                 candidate_column_id=a["candidate_column_id"], score=a["score"],
+                                 signals=dict(a.get("signals") or {})) for a in r.alignment],
+        exact=r.exact, method=r.method, index_version=r.index_version,
+    ) for _, r in rows if r is not None]

@@ -65,6 +65,9 @@ class CrawlSettings:
     requests_per_second: float = 5.0  # per host
     max_download_bytes: int = 512 * 1024 * 1024
     max_cell_bytes: int = 1024 * 1024
+    max_retry_after_s: float = 120.0  # a longer Retry-After is waited this long, then retried
+    max_decompressed_bytes: int = 1024 * 1024 * 1024  # gzip files are unpacked up to this size
+    page_size: int = 1000  # Socrata `limit` / CKAN `rows` per listing request (CKAN caps at 1000)
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,8 @@ class IndexSettings:
     josie_dirty_threshold: float = 0.2
     joinable_k: int = 20
     unionable_k: int = 10
+    # relate: posting lists longer than this are skipped (answers touching them say exact=false)
+    joinable_max_list: int = 1000
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,12 @@ class AirflowSettings:
     api_url: str = ""
     username: str = ""
     password: str = ""
+    home: str = ""  # embedded AIRFLOW_HOME (default: <home>/airflow)
+    # Cluster mode: stage tasks spark-submit to the master of this Airflow connection; "" = in-process.
+    spark_conn_id: str = ""
+    lock_wait_s: float = 600.0  # how long a task waits for the lake lock before failing (then retrying)
+    # source name -> Airflow connection holding its app token / API key (plugins/airflow_plugin.py)
+    source_connections: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

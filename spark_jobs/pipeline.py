@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.logs import log_context
 from catalog.settings import Settings
-from spark_jobs import column_tokens, publish_catalog
+from spark_jobs import column_tokens, detect_keys, profile_columns, publish_catalog, relate_unionable, update_josie
 from spark_jobs.change_batch import ChangeBatch, batch_ids, load_batch
 from spark_jobs.lake_store import LakeStore
 
@@ -30,6 +30,10 @@ Stage = Callable[["SparkSession | None", Settings, ChangeBatch], Any]
 # (name, job) in execution order; each later issue adds its job here (profile, keys, josie, relate…).
 STAGES: list[tuple[str, Stage]] = [
     ("tokens", column_tokens.run),
+    ("profile", profile_columns.run),
+    ("keys", detect_keys.run),
+    ("josie", update_josie.run),
+    ("relate", relate_unionable.relate_batch),
     ("publish", publish_catalog.run),
 ]
 

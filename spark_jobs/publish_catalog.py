@@ -4,6 +4,12 @@ Each concept contributes a *publisher*: a function `(session, store, batch) -> c
 what the batch's touched tables had in the catalog and inserts their new state. They all run inside
 one database transaction together with the `publish_runs` row, so a reader sees the whole batch or
 none of it, and a batch already committed is skipped (re-publishing is a no-op).
+
+Atomicity, as readers see it: the catalog only ever changes by this one transaction, so a reader
+sees the state before or after a batch; each lookup in `catalog.lookup` is a single SELECT (one
+snapshot on SQLite WAL and on PostgreSQL READ COMMITTED alike). A publish killed anywhere leaves no
+trace (the transaction is rolled back, or never committed if the process dies), and running it again
+publishes the batch. Publishers serialize on a lock taken first thing in the transaction.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from catalog.db import open_catalog, session_scope
@@ -23,6 +29,9 @@ from catalog.settings import Settings
 from spark_jobs.change_batch import ChangeBatch
 from spark_jobs.lake_store import LakeStore
 from spark_jobs.lake_tables import DATASETS
+from spark_jobs.publish_josie import publish_josie
+from spark_jobs.publish_profiles import publish_keys, publish_profiles
+from spark_jobs.publish_relations import publish_joinable, publish_unionable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,6 +40,7 @@ log = logging.getLogger(__name__)
 
 Publisher = Callable[[Session, LakeStore, ChangeBatch], dict[str, int]]
 APP_ID = "publish_catalog"
+PUBLISH_LOCK_KEY = 0x4A554E43  # "JUNC": the advisory lock every publisher takes on PostgreSQL
 
 
 def publish_tables(session: Session, store: LakeStore, batch: ChangeBatch) -> dict[str, int]:
@@ -60,7 +70,8 @@ def publish_tables(session: Session, store: LakeStore, batch: ChangeBatch) -> di
 
 
 # Publishers run in this order; later issues append theirs (profiles, keys, indexes, answers).
-PUBLISHERS: list[Publisher] = [publish_tables]
+PUBLISHERS: list[Publisher] = [publish_tables, publish_profiles, publish_keys, publish_josie, publish_joinable,
+                               publish_unionable]
 
 
 def run(spark: SparkSession | None, settings: Settings, batch: ChangeBatch,
@@ -70,6 +81,7 @@ def run(spark: SparkSession | None, settings: Settings, batch: ChangeBatch,
     engine = open_catalog(settings.catalog_url)
     run_id = f"{APP_ID}-{batch.batch_id}"
     with log_context(batch_id=batch.batch_id), session_scope(engine) as session:
+        _lock_publish(session, run_id)
         done = session.scalar(select(PublishRun).where(PublishRun.run_id == run_id,
                                                        PublishRun.status == "committed"))
         if done is not None:
@@ -84,6 +96,17 @@ def run(spark: SparkSession | None, settings: Settings, batch: ChangeBatch,
                                  index_version=batch.batch_id))
         log.info("batch published", extra=counts)
     return counts
+
+
+def _lock_publish(session: Session, run_id: str) -> None:
+    """Make this transaction the only publisher until it ends, before checking what is committed:
+    PostgreSQL takes a transaction-scoped advisory lock; SQLite takes its write lock with a first
+    write (it has one writer at a time; a deferred transaction that only read first could fail to
+    upgrade). Readers are never blocked: WAL on SQLite, MVCC on PostgreSQL."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(select(func.pg_advisory_xact_lock(PUBLISH_LOCK_KEY)))
+    else:
+        session.execute(delete(PublishRun).where(PublishRun.run_id == run_id, PublishRun.status == "running"))
 
 
 def published_batch_ids(settings: Settings) -> set[int]:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 MIN_JAVA = 17
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def java_executable() -> str | None:
@@ -73,7 +74,9 @@ def spark_conf(settings: Settings) -> dict[str, str]:
         "spark.sql.adaptive.enabled": "true",
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
-        "spark.executorEnv.PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+        # The project root first: an editable install exposes our packages through an import hook that
+        # executor processes (started by the JVM, not by this interpreter) do not run.
+        "spark.executorEnv.PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), *(p for p in sys.path if p)]),
     }
     if settings.spark.master.startswith("local"):
         conf["spark.driver.host"] = "127.0.0.1"

@@ -105,3 +105,9 @@ def test_sqlite_catalog_runs_in_wal_mode(tmp_path) -> None:  # type: ignore[no-u
     engine = open_catalog(f"sqlite:///{tmp_path / 'c.db'}")
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+
+
+def test_head_constant_matches_alembic() -> None:
+    from catalog.migrations import HEAD
+
+    assert head_revision() == HEAD

@@ -8,9 +8,12 @@ from catalog import lookup
 from catalog.cli.context import CliContext
 from catalog.cli.output import emit
 from catalog.db import session_scope
-from catalog.errors import NotAvailableError, UserError
+from catalog.errors import UserError
 
 KINDS = ("table", "columns", "profile", "keys", "joinable", "unionable")
+JOINABLE_COLUMNS = ("rank", "table_id", "column", "overlap", "containment", "candidate_containment", "jaccard",
+                    "est_join_size", "direction", "exact")
+UNIONABLE_COLUMNS = ("rank", "table_id", "score", "n_aligned", "alignment", "exact")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,24 +21,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("kind", choices=KINDS)
     p.add_argument("id", metavar="ID", help="a table_id (table, columns, keys, unionable) or column_id")
     p.add_argument("--k", type=int, default=10, help="number of answers for joinable/unionable")
+    p.add_argument("--offset", type=int, default=0, help="skip this many answers (joinable/unionable)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    if args.k < 1:
-        raise UserError("--k must be at least 1")
+    if not 1 <= args.k <= lookup.MAX_K:
+        raise UserError(f"--k must be between 1 and {lookup.MAX_K}")
+    if args.offset < 0:
+        raise UserError("--offset must not be negative")
     with session_scope(ctx.engine) as session:
         if args.kind == "table":
-            result = lookup.table(session, args.id)
+            emit(lookup.table(session, args.id), as_json=args.json)
         elif args.kind == "columns":
-            result = lookup.columns(session, args.id)
+            emit(lookup.columns(session, args.id), as_json=args.json)
         elif args.kind == "profile":
-            result = lookup.profile(session, args.id)
+            emit(lookup.profile(session, args.id), as_json=args.json)
         elif args.kind == "keys":
-            result = lookup.keys(session, args.id)
+            emit(lookup.keys(session, args.id), as_json=args.json)
+        elif args.kind == "joinable":
+            emit(lookup.joinable(session, args.id, args.k, offset=args.offset), as_json=args.json,
+                 columns=JOINABLE_COLUMNS)
         else:
-            raise NotAvailableError(f"lookup {args.kind}")
-        emit(result, as_json=args.json)
+            answers = lookup.unionable(session, args.id, args.k, offset=args.offset)
+            if args.json:
+                emit(answers, as_json=True)
+            else:  # the alignment as "mine=theirs" pairs reads better than its JSON
+                rows = [{**lookup.as_dict(a), "alignment": "; ".join(f"{p.column}={p.candidate_column}"
+                                                                      for p in a.alignment)} for a in answers]
+                emit(rows, as_json=False, columns=UNIONABLE_COLUMNS)
     return 0
-

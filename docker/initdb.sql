@@ -1,0 +1,2 @@
+-- The catalog database beside Airflow's metadata database (POSTGRES_DB creates `airflow`).
+CREATE DATABASE catalog OWNER juncture;

@@ -1,0 +1,84 @@
+"""Names and schemas of the JOSIE index tables in the lake (the contract in notes/contracts.md).
+
+* `josie_tokens(token, token_id, frequency, group_id)`: the dictionary. After a build or rebuild
+  token ids are dense 0..N-1 in global order (frequency ascending, then the mmh3 hash of the posting
+  list's sorted set ids, then the list itself) and `group_id` is the dense rank of the token's
+  duplicate group (a contiguous token-id range of identical posting lists). An incremental update
+  never renumbers a token: new tokens get ids from `next_token_id` on (the end of the order), and a
+  list whose set-id membership changed gets the fresh singleton group `DIRTY_GROUP_BASE + token_id`
+  until the next rebuild (so `group_id >= DIRTY_GROUP_BASE` means "dirty"). Lists whose entries only
+  moved (position or size of a changed set) keep their group: their set ids are still identical.
+* `josie_sets(set_id, table_id, column_id, size, tokens)`: integer sets, token ids ascending.
+  Set ids are stable and never reused: a column keeps its set id while it has tokens (a changed
+  table's surviving columns keep theirs and get a (token, set) diff); a column that disappears or
+  becomes empty loses its id for good, and a column seen again later gets a new one.
+* `josie_postings(token_id, set_ids, positions, sizes)`: entries sorted by set id; positions are
+  0-based positions of `token_id` inside that set's sorted tokens.
+* `josie_state`: one row: index_version, n_lists, n_dirty_lists, dirty_share, next_set_id,
+  next_token_id, last_rebuild_batch.
+* `josie_changes(index_version, base_version, kind, key)`: what each index version changed, so the
+  catalog publish rewrites only those rows: kind `token` (token_id whose dictionary row or posting
+  list changed or vanished), `set` (set_id), or `full` (rebuild/build: everything, key -1).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+JOSIE_TOKENS = "josie_tokens"
+JOSIE_SETS = "josie_sets"
+JOSIE_POSTINGS = "josie_postings"
+JOSIE_STATE = "josie_state"
+JOSIE_CHANGES = "josie_changes"
+
+DIRTY_GROUP_BASE = 1 << 30  # group ids at or above this are fresh singleton groups of dirty lists
+HASH_SEED = 0x4A05  # mmh3 seed of posting-list hashes (fixed: every worker must agree)
+
+TOKENS_SCHEMA = pa.schema([
+    ("token", pa.string()),
+    ("token_id", pa.int64()),
+    ("frequency", pa.int32()),
+    ("group_id", pa.int64()),
+])
+
+SETS_SCHEMA = pa.schema([
+    ("set_id", pa.int64()),
+    ("table_id", pa.string()),
+    ("column_id", pa.string()),
+    ("size", pa.int32()),
+    ("tokens", pa.list_(pa.int32())),
+])
+
+POSTINGS_SCHEMA = pa.schema([
+    ("token_id", pa.int64()),
+    ("set_ids", pa.list_(pa.int32())),
+    ("positions", pa.list_(pa.int32())),
+    ("sizes", pa.list_(pa.int32())),
+])
+
+STATE_SCHEMA = pa.schema([
+    ("index_version", pa.int64()),
+    ("n_lists", pa.int64()),
+    ("n_dirty_lists", pa.int64()),
+    ("dirty_share", pa.float64()),
+    ("next_set_id", pa.int64()),
+    ("next_token_id", pa.int64()),
+    ("last_rebuild_batch", pa.int64()),
+])
+
+CHANGES_SCHEMA = pa.schema([
+    ("index_version", pa.int64()),
+    ("base_version", pa.int64()),
+    ("kind", pa.string()),
+    ("key", pa.int64()),
+])
+
+CHANGE_TOKEN, CHANGE_SET, CHANGE_FULL = "token", "set", "full"
+
+SCHEMAS: dict[str, pa.Schema] = {
+    JOSIE_TOKENS: TOKENS_SCHEMA,
+    JOSIE_SETS: SETS_SCHEMA,
+    JOSIE_POSTINGS: POSTINGS_SCHEMA,
+    JOSIE_STATE: STATE_SCHEMA,
+    JOSIE_CHANGES: CHANGES_SCHEMA,
+}

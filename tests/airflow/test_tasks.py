@@ -1,0 +1,105 @@
+"""The task layer without DAG runs: the lake lock, settings handed to spark-submitted jobs, the
+`juncture update` conf, and the catalog page the plugin mounts in the Airflow API server."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import threading
+from pathlib import Path
+
+import pytest
+
+from catalog.errors import UserError
+from catalog.settings import Settings, SourceConfig, load_settings
+from spark_jobs import dag_tasks
+
+
+def test_lake_lock_excludes_a_second_writer_and_names_the_holder(settings: Settings) -> None:
+    with dag_tasks.lake_lock(settings, "lake_index:tokens"):
+        with pytest.raises(dag_tasks.LakeBusyError) as err, dag_tasks.lake_lock(settings, "lake_crawl:x", wait_s=0):
+            pass
+        assert "lake_index:tokens" in str(err.value) and "lake_crawl:x" in str(err.value)
+        # another thread (an in-process task) is excluded too
+        outcome: list[str] = []
+
+        def other() -> None:
+            try:
+                with dag_tasks.lake_lock(settings, "other", wait_s=0):
+                    outcome.append("got it")
+            except dag_tasks.LakeBusyError:
+                outcome.append("busy")
+
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert outcome == ["busy"]
+    with dag_tasks.lake_lock(settings, "after release", wait_s=0):
+        pass
+
+
+def test_settings_toml_round_trips(settings: Settings, tmp_path: Path) -> None:
+    s = dataclasses.replace(
+        settings, sources=(SourceConfig(name="f", kind="folder", path=str(tmp_path / "f")),
+                           SourceConfig(name="nyc", kind="socrata", url="https://data.example.org", app_token='a"b')),
+        spark=dataclasses.replace(settings.spark, conf={"spark.x": "1"}),
+        airflow=dataclasses.replace(settings.airflow, spark_conn_id="c", source_connections={"nyc": "conn_nyc"}))
+    path = tmp_path / "submitted.toml"
+    path.write_text(dag_tasks.settings_toml(s, master="spark://127.0.0.1:7077"))
+    loaded = load_settings({}, config_file=path)
+    expected = dataclasses.replace(s, spark=dataclasses.replace(s.spark, master="spark://127.0.0.1:7077"))
+    assert dataclasses.replace(loaded, config_file=None) == expected
+
+
+def test_update_conf_validates_before_triggering(settings: Settings, tmp_path: Path) -> None:
+    from catalog.cli.commands.update import update_conf
+    from catalog.cli.context import CliContext
+
+    ctx = CliContext(settings)
+    f = tmp_path / "x.csv"
+    f.write_text("a\n1\n")
+    assert update_conf(ctx, [str(f)], ["file:y.csv"]) == {"add": [str(f.resolve())], "delete": ["file:y.csv"]}
+    for add, delete in (([], []), ([str(tmp_path / "missing.csv")], []), ([], ["not-an-id"])):
+        with pytest.raises(UserError):
+            update_conf(ctx, add, delete)
+
+
+def test_catalog_page_searches_and_shows_a_table(settings: Settings, monkeypatch, airflow_home) -> None:  # type: ignore[no-untyped-def]
+    from catalog import airflow_env
+
+    airflow_env.prepare(dataclasses.replace(settings, airflow=dataclasses.replace(settings.airflow,
+                                                                                  home=str(airflow_home))))
+    from fastapi.testclient import TestClient
+
+    from catalog.db import open_catalog, session_scope
+    from catalog.models import CatalogColumn, CatalogTable
+    from plugins import airflow_plugin
+
+    with session_scope(open_catalog(settings.catalog_url)) as s:
+        for tid, headers in (("file:cities.csv", ["city", "country"]), ("file:other.csv", ["x"])):
+            s.add(CatalogTable(table_id=tid, name=tid[5:], title=None, source_name="t", format="csv", n_rows=3,
+                               n_columns=len(headers), batch_id="1", index_version=1,
+                               published_at=dt.datetime.now(dt.UTC)))
+            for i, h in enumerate(headers, start=1):
+                s.add(CatalogColumn(column_id=f"{tid}#{h}", table_id=tid, position=i, header=h))
+    monkeypatch.setenv("JUNCTURE_CATALOG_URL", settings.catalog_url)
+    monkeypatch.setattr(airflow_plugin, "_api", airflow_plugin._LazyCatalogApi())
+    client = TestClient(airflow_plugin.create_ui_app())
+    page = client.get("/", params={"q": "citi"}).text
+    assert "file:cities.csv" in page and "file:other.csv" not in page and "1 tables" in page
+    table = client.get("/table", params={"id": "file:cities.csv"}).text
+    assert "country" in table and "Unionable tables" in table
+    assert "unknown table" in client.get("/table", params={"id": "file:nope.csv"}).text
+    api = client.get("/api/v1/tables").json()
+    assert sorted(t["table_id"] for t in api["items"]) == ["file:cities.csv", "file:other.csv"]
+
+
+def test_airflow_loads_the_plugin_and_mounts_the_catalog(af_settings: Settings) -> None:
+    from catalog import airflow_env
+
+    airflow_env.prepare(af_settings)
+    from airflow import plugins_manager
+
+    apps, _ = plugins_manager.get_fastapi_plugins()
+    assert plugins_manager.get_import_errors() == {}
+    assert [a["url_prefix"] for a in apps if a["name"] == "Juncture catalog"] == ["/juncture"]

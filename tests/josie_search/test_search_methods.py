@@ -1,0 +1,137 @@
+"""JOSIE, MergeList-D and ProbeSet-D agree with brute force over Python sets, on random lakes."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from catalog.identity import column_id
+from catalog.search import METHODS, build_memory_index, search_tokens
+from catalog.search.brute_force import brute_force_top_k
+from catalog.search.cost_model import CostModel
+from catalog.search.josie import josie_top_k
+from catalog.search.query_plan import plan_query
+from catalog.search.results import SearchStats
+from tests.josie_search.lakes import random_lake, random_query
+
+# Cost models that push JOSIE to each extreme: sets cheap (reads candidates early), lists cheap.
+COSTS = [CostModel(1e-5, 1e-8, 1e-5, 1e-8), CostModel(1e-3, 1e-6, 1e-7, 1e-9), CostModel(1e-7, 1e-9, 1e-3, 1e-5)]
+
+
+def overlaps(results):  # type: ignore[no-untyped-def]
+    return [r.overlap for r in results]
+
+
+def check_all_methods(lake: dict[str, set[str]], query: set[str], ks: list[int]) -> None:
+    index = build_memory_index(lake)
+    for k in ks:
+        expected = brute_force_top_k(lake, query, k)
+        for method in METHODS:
+            got = search_tokens(index, query, k=k, method=method).results
+            assert got == expected, (method, k)
+            loose = search_tokens(index, query, k=k, method=method, exact_ties=False).results
+            assert overlaps(loose) == overlaps(expected), (method, k, "paper tie rule")
+        plan = plan_query(index.lookup_tokens(query))
+        for batch_size in (1, 3):
+            for costs in COSTS:
+                for exact_ties in (True, False):
+                    top = josie_top_k(index, plan, k, batch_size=batch_size, costs=costs, exact_ties=exact_ties)
+                    got = top.results(index)
+                    assert overlaps(got) == overlaps(expected), (k, batch_size, costs, exact_ties)
+                    if exact_ties:
+                        assert got == expected
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n_sets=st.integers(1, 60), vocab=st.integers(1, 80))
+def test_every_method_equals_brute_force_on_random_lakes(seed: int, n_sets: int, vocab: int) -> None:
+    rng = random.Random(seed)
+    lake = random_lake(rng, n_sets=n_sets, vocab=vocab)
+    query = random_query(rng, lake, vocab)
+    n_matching = sum(1 for t in lake.values() if t & query)
+    check_all_methods(lake, query, [1, 10, 100, n_matching + 3])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_method_equals_brute_force_on_larger_seeded_lakes(seed: int) -> None:
+    rng = random.Random(1000 + seed)
+    lake = random_lake(rng, n_sets=400, vocab=600)
+    for _ in range(3):
+        query = random_query(rng, lake, 600)
+        n_matching = sum(1 for t in lake.values() if t & query)
+        check_all_methods(lake, query, [1, 10, 100, n_matching + 1])
+
+
+def test_results_shape_and_ranking_contract() -> None:
+    lake = {column_id("file:a.csv", "x"): {"1", "2", "3"}, column_id("file:b.csv", "y"): {"1", "2"},
+            column_id("file:c.csv", "z"): {"2", "3"}, column_id("file:d.csv", "w"): {"9"}}
+    index = build_memory_index(lake)
+    for method in METHODS:
+        res = search_tokens(index, {"1", "2", "3"}, k=10, method=method).results
+        assert [(r.column_id, r.overlap) for r in res] == [
+            ("file:a.csv#x", 3), ("file:b.csv#y", 2), ("file:c.csv#z", 2)]  # overlap desc, column_id asc; no 0
+        assert res[0].table_id == "file:a.csv" and res[0].column == "x" and res[0].exact is True
+        tie = search_tokens(index, {"1", "2", "3"}, k=2, method=method).results
+        assert [r.column_id for r in tie] == ["file:a.csv#x", "file:b.csv#y"]
+
+
+def test_query_column_in_the_lake_is_excluded() -> None:
+    rng = random.Random(7)
+    lake = random_lake(rng, n_sets=80, vocab=50)
+    me = max(lake, key=lambda c: len(lake[c]))
+    index = build_memory_index(lake)
+    expected = brute_force_top_k(lake, lake[me], 5, exclude_column_id=me)
+    for method in METHODS:
+        got = search_tokens(index, lake[me], k=5, method=method, exclude_column_id=me).results
+        assert got == expected and me not in [r.column_id for r in got]
+
+
+def test_query_all_in_one_duplicate_group_reads_one_list() -> None:
+    # Tokens a..e occur in exactly the same three columns: one duplicate group, one list read.
+    shared = {"a", "b", "c", "d", "e"}
+    lake = {column_id("file:t.csv", f"c{i}"): shared | {f"x{i}"} for i in range(3)}
+    lake[column_id("file:u.csv", "other")] = {"x0", "zz"}
+    index = build_memory_index(lake)
+    assert len({index.dictionary[t].group_id for t in shared}) == 1
+    for method in ("josie", "mergelist", "probeset"):
+        out = search_tokens(index, shared, k=2, method=method)
+        assert overlaps(out.results) == [5, 5]
+        assert out.stats.n_lists_read == 1
+
+
+def test_highest_frequency_group_is_found() -> None:
+    # The last duplicate group in global order (the most frequent tokens) must be searchable (§8.3).
+    lake = {column_id("file:t.csv", f"c{i}"): {"common1", "common2", f"own{i}"} for i in range(6)}
+    index = build_memory_index(lake)
+    last_gid = max(q.group_id for q in index.dictionary.values())
+    assert index.dictionary["common1"].group_id == index.dictionary["common2"].group_id == last_gid
+    for method in METHODS:
+        assert overlaps(search_tokens(index, {"common1", "common2"}, k=3, method=method).results) == [2, 2, 2]
+
+
+def test_no_overlap_and_empty_query_return_nothing() -> None:
+    index = build_memory_index({column_id("file:t.csv", "a"): {"1"}, column_id("file:t.csv", "b"): set()})
+    for method in METHODS:
+        assert search_tokens(index, {"2"}, k=3, method=method).results == []
+        assert search_tokens(index, set(), k=3, method=method).results == []
+
+
+def test_k_below_one_is_rejected() -> None:
+    index = build_memory_index({column_id("file:t.csv", "a"): {"1"}})
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        search_tokens(index, {"1"}, k=0)
+
+
+def test_stats_count_reads() -> None:
+    rng = random.Random(3)
+    lake = random_lake(rng, n_sets=200, vocab=300)
+    index = build_memory_index(lake)
+    query = lake[max(lake, key=lambda c: len(lake[c]))]
+    stats = SearchStats()
+    josie_top_k(index, plan_query(index.lookup_tokens(query)), 5, stats=stats)
+    assert 0 < stats.n_lists_read <= len(query)
+    merge = search_tokens(index, query, k=5, method="mergelist").stats
+    assert merge.n_sets_read == 0 and merge.n_lists_read == len({index.dictionary[t].group_id for t in query})

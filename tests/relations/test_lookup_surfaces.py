@@ -1,0 +1,115 @@
+"""The lookup API, the CLI (`juncture lookup … --json`) and the HTTP API give the same answers,
+and reject what they should: unknown ids (exit 2 / 404), malformed ids and oversized requests (4xx)."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import sessionmaker
+
+from catalog import lookup
+from catalog.api.app import create_app
+from catalog.cli.main import main
+from catalog.db import make_engine
+from spark_jobs import publish_catalog
+
+
+@pytest.fixture
+def published(two_states, catalog_settings, monkeypatch, tmp_path):  # type: ignore[no-untyped-def]
+    settings = two_states.settings(catalog_settings, two_states.lake_a)
+    publish_catalog.run(None, settings, two_states.batch_1)
+    settings = two_states.settings(catalog_settings, two_states.lake_b)
+    publish_catalog.run(None, settings, two_states.batch_2)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JUNCTURE_HOME", str(tmp_path))
+    monkeypatch.setenv("JUNCTURE_CATALOG_URL", settings.catalog_url)
+    monkeypatch.setenv("JUNCTURE_LAKE", settings.lake)
+    return settings
+
+
+def _cli_json(capsys, *argv: str):  # type: ignore[no-untyped-def]
+    assert main(["lookup", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_lookup_cli_and_http_agree(two_states, published, capsys):
+    engine = make_engine(published.catalog_url)
+    client = TestClient(create_app(published))
+    tables = sorted(t.table_id for t in two_states.tables_b)
+    columns = [c for c in two_states.column_ids() if c.split("#")[0] in tables]
+    n_joinable = n_unionable = 0
+    with sessionmaker(bind=engine)() as session:
+        for table_id in tables:
+            path = quote(table_id, safe="")
+            expected = lookup.as_dict(lookup.table(session, table_id))
+            assert _cli_json(capsys, "table", table_id) == expected
+            assert client.get(f"/v1/tables/{path}").json() == expected
+            expected = lookup.as_dict(lookup.columns(session, table_id))
+            assert _cli_json(capsys, "columns", table_id) == expected
+            assert client.get(f"/v1/columns/{path}").json()["items"] == expected
+            expected = lookup.as_dict(lookup.unionable(session, table_id, 5))
+            n_unionable += len(expected)
+            assert _cli_json(capsys, "unionable", table_id, "--k", "5") == expected
+            assert client.get(f"/v1/unionable/{path}", params={"k": 5}).json()["items"] == expected
+            raw = quote(table_id, safe="/:")  # slashes and colons left as they are
+            assert client.get(f"/v1/unionable/{raw}", params={"k": 5}).json()["items"] == expected
+        for column_id in columns:
+            expected = lookup.as_dict(lookup.joinable(session, column_id, 3, offset=1))
+            n_joinable += len(expected)
+            assert _cli_json(capsys, "joinable", column_id, "--k", "3", "--offset", "1") == expected
+            got = client.get(f"/v1/joinable/{quote(column_id, safe='')}", params={"k": 3, "offset": 1}).json()
+            assert got["items"] == expected and got["offset"] == 1 and got["limit"] == 3
+    assert n_joinable > 0 and n_unionable > 0  # the comparisons were not all of empty lists
+    # without --json: an aligned text table with one line per answer
+    first = "file:crafted/sales_2019.csv"
+    assert main(["lookup", "unionable", first]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["rank", "table_id", "score", "n_aligned", "alignment", "exact"]
+    assert lines[1].split()[:2] == ["1", "file:crafted/sales_2020.csv"] and "city=town" in lines[1]
+    assert main(["lookup", "joinable", f"{first}#city"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:4] == ["rank", "table_id", "column", "overlap"] and len(lines) > 1
+    engine.dispose()
+
+
+def test_pagination_walks_the_whole_list(two_states, published):
+    client = TestClient(create_app(published))
+    column_id = max(two_states.column_ids(), key=lambda c: len(client.get(
+        f"/v1/joinable/{quote(c, safe='')}", params={"k": 1000}).json().get("items", [])))
+    whole = client.get(f"/v1/joinable/{quote(column_id, safe='')}", params={"k": 1000}).json()["items"]
+    assert len(whole) >= 3
+    pages, offset = [], 0
+    while offset is not None:
+        page = client.get(f"/v1/joinable/{quote(column_id, safe='')}", params={"k": 2, "offset": offset}).json()
+        pages.extend(page["items"])
+        offset = page["next_offset"]
+    assert pages == whole
+    assert [a["rank"] for a in whole] == list(range(1, len(whole) + 1))
+
+
+def test_unknown_and_malformed_ids_and_oversized_requests(two_states, published, capsys):
+    client = TestClient(create_app(published))
+    assert main(["lookup", "joinable", "file:nowhere.csv#x"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown column_id" in err
+    assert main(["lookup", "unionable", "file:nowhere.csv"]) == 2
+    assert main(["lookup", "joinable", two_states.column_ids()[0], "--k", "0"]) == 2
+    capsys.readouterr()
+    assert client.get(f"/v1/joinable/{quote('file:nowhere.csv#x', safe='')}").status_code == 404
+    assert client.get(f"/v1/tables/{quote('file:nowhere.csv', safe='')}").status_code == 404
+    for bad in ("nonsense", "http:x", "file:a#b"):  # not a table_id
+        assert client.get(f"/v1/unionable/{quote(bad, safe='')}").status_code == 422
+    for bad in ("file:a.csv", "nonsense#x", "file:a.csv#", "file:a.csv#\x01"):  # not a column_id
+        assert client.get(f"/v1/joinable/{quote(bad, safe='')}").status_code == 422
+    good = quote(two_states.column_ids()[0], safe="")
+    for params in ({"k": 0}, {"k": 100000}, {"k": "ten"}, {"offset": -1}, {"offset": 10**12}):
+        assert client.get(f"/v1/joinable/{good}", params=params).status_code == 422
+    assert client.get("/v1/joinable/file:" + "a" * 5000 + ".csv%23x").status_code in (414, 422)
+    assert client.get("/v1/joinable/file:" + "a" * 3000 + ".csv%23x").status_code == 422
+    assert client.post(f"/v1/joinable/{good}", content=b"x" * 100_000).status_code == 413
+    assert client.post(f"/v1/joinable/{good}").status_code == 405
+    spec = client.get("/openapi.json").json()
+    assert {"/v1/joinable/{column_id}", "/v1/unionable/{table_id}", "/v1/tables"} <= set(spec["paths"])

@@ -1,0 +1,62 @@
+"""Unionable answers on a crafted lake: the true partners (same rows split, columns renamed or
+reordered) rank first, above a decoy with the same headers but different values."""
+
+from __future__ import annotations
+
+import json
+
+from spark_jobs import relate_unionable
+from spark_jobs.lake_store import LakeStore
+from tests.relations.lakes import crafted_lake, index_batch
+
+
+def _gold(settings) -> dict[str, list[dict]]:  # type: ignore[no-untyped-def]
+    rows = LakeStore(settings.lake).read_arrow(relate_unionable.UNIONABLE).to_pylist()
+    out: dict[str, list[dict]] = {}
+    for r in sorted(rows, key=lambda r: (r["table_id"], r["rank"])):
+        out.setdefault(r["table_id"], []).append(r)
+    return out
+
+
+def test_true_partners_rank_first_with_the_right_alignment(spark, settings):
+    tables, expected = crafted_lake()
+    first, second, decoy = (t.table_id for t in tables[:3])
+    index_batch(spark, settings, tables, unionable=True)
+    gold = _gold(settings)
+    assert gold[first][0]["candidate_table_id"] == second
+    assert gold[second][0]["candidate_table_id"] == first
+    ranked = [r["candidate_table_id"] for r in gold[first]]
+    if decoy in ranked:
+        score = {r["candidate_table_id"]: r["score"] for r in gold[first]}
+        assert score[second] > score[decoy]
+    alignment = json.loads(gold[first][0]["alignment"])
+    pairs = {p["column"]: p["candidate_column"] for p in alignment}
+    assert {h: pairs.get(h) for h in ("city", "kind")} == {"city": "town", "kind": "category"}
+    for h, other in pairs.items():
+        assert expected[h] == other
+    back = {p["column"]: p["candidate_column"] for p in json.loads(gold[second][0]["alignment"])}
+    assert back == {v: k for k, v in pairs.items()}
+
+
+def test_deleting_a_partner_removes_it_from_every_list(spark, settings):
+    tables, _ = crafted_lake()
+    index_batch(spark, settings, tables, unionable=True)
+    index_batch(spark, settings, [], [tables[1].table_id], unionable=True)
+    gold = _gold(settings)
+    assert tables[1].table_id not in gold
+    assert all(r["candidate_table_id"] != tables[1].table_id for rows in gold.values() for r in rows)
+    full = LakeStore(settings.lake)
+    assert full.exists(relate_unionable.UNIONABLE)
+
+
+def test_column_pair_signals_are_bounded_and_open_to_new_signals():
+    a = {"column_id": "t#a", "header": "Total Amount", "type": "decimal", "size": 10, "numeric": True,
+         "mean": 100.0, "std": 10.0}
+    b = {"column_id": "u#b", "header": "amount", "type": "integer", "size": 5, "numeric": True, "mean": 100.0,
+         "std": 10.0}
+    score, parts = relate_unionable.column_pair_score(a, b, 5.0)
+    assert parts["value"] == 1.0 and parts["distribution"] == 1.0 and parts["type"] == 0.8
+    assert 0.0 <= score <= 1.0
+    extra = [*relate_unionable.SIGNALS, relate_unionable.ColumnSignal("always_zero", 10.0, lambda *_: 0.0)]
+    lower, parts2 = relate_unionable.column_pair_score(a, b, 5.0, extra)
+    assert parts2["always_zero"] == 0.0 and lower < score

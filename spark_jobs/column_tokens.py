@@ -12,14 +12,14 @@ rather than Java's `\\s`.
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from catalog.identity import NULL_LIKES, normalize_token
-from catalog.settings import Settings, load_settings
-from spark_jobs.change_batch import ChangeBatch, load_batch
+from catalog.settings import Settings
+from spark_jobs.batch_job import batch_job_main
+from spark_jobs.change_batch import ChangeBatch
 from spark_jobs.lake_store import CommitResult, LakeStore
 from spark_jobs.lake_tables import CELLS, DATASETS
 
@@ -95,15 +95,7 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> CommitRe
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="column_tokens")
-    parser.add_argument("--batch-id", type=int, required=True)
-    args = parser.parse_args(argv)
-    from spark_jobs.spark_session import get_spark
-
-    settings = load_settings()
-    spark = get_spark(settings, "juncture.column_tokens")
-    run(spark, settings, load_batch(LakeStore(settings.lake, spark), args.batch_id))
-    return 0
+    return batch_job_main("column_tokens", run, argv)
 
 
 def _tokens_schema():  # type: ignore[no-untyped-def]

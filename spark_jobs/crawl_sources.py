@@ -38,7 +38,7 @@ from catalog.errors import UserError
 from catalog.logs import log_context
 from catalog.settings import Settings, SourceConfig, load_settings
 from plugins.http_client import FetchError, HttpClient
-from plugins.lake_folder import list_folder
+from plugins.lake_folder import folder_filesystem, list_folder
 from plugins.listing import BadIdError, ListedTable, ListingError
 from spark_jobs.change_batch import batch_ids, next_batch_id
 from spark_jobs.lake_store import LakeStore
@@ -155,6 +155,23 @@ class _LakeFiles:
         with self.fs.open_output_stream(tmp) as f:
             f.write(json.dumps(doc).encode())
         self.fs.move(tmp, path)
+
+
+def _folder_uri(root: str, fs_path: str) -> str:
+    """The URI of a listed entry: local paths stay paths; remote ones get the root's scheme back."""
+    if "://" not in root:
+        return fs_path
+    return f"{root.split('://', 1)[0]}://{fs_path}"
+
+
+def _copy_to_local(root: str, fs_path: str, tmp_dir: Path) -> Path:
+    """Stream one file of a remote lake folder into `tmp_dir` (never the whole file in memory)."""
+    fs, _ = folder_filesystem(root)
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    dest = tmp_dir / f"remote-{hashlib.sha256(fs_path.encode()).hexdigest()[:16]}"
+    with fs.open_input_stream(fs_path) as src, open(dest, "wb") as out:
+        shutil.copyfileobj(src, out, 1 << 20)
+    return dest
 
 
 def _file_sha256(path: str) -> tuple[str, int]:
@@ -281,8 +298,12 @@ def _crawl_one(entry: ListedTable, source: SourceConfig, prev: _Prior | None, cl
         if source.kind == "folder":
             path = entry.path
             if entry.format == "delta":
-                sha, n = delta_content_sha256(path), 0
+                sha, n = delta_content_sha256(_folder_uri(source.path, path)), 0
+                path = _folder_uri(source.path, path)
             else:
+                if "://" in source.path:  # a remote lake: parse a local copy, keep it like a download
+                    tmp = _copy_to_local(source.path, path, tmp_dir)
+                    path = str(tmp)
                 sha, n = _file_sha256(path)
         else:
             dl = client.download(entry.url, tmp_dir, headers=entry.headers)

@@ -26,7 +26,6 @@ candidate columns are dictionary-encoded to integer codes and checked with numpy
 
 from __future__ import annotations
 
-import argparse
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -38,8 +37,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.identity import table_bucket
-from catalog.settings import Settings, load_settings
-from spark_jobs.change_batch import ChangeBatch, load_batch
+from catalog.settings import Settings
+from spark_jobs.batch_job import batch_job_main
+from spark_jobs.change_batch import ChangeBatch
 from spark_jobs.lake_store import CommitResult, LakeStore
 from spark_jobs.lake_tables import CELLS
 from spark_jobs.profile_columns import COLUMN_PROFILES
@@ -331,15 +331,7 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="detect_keys")
-    parser.add_argument("--batch-id", type=int, required=True)
-    args = parser.parse_args(argv)
-    from spark_jobs.spark_session import get_spark
-
-    settings = load_settings()
-    spark = get_spark(settings, "juncture.detect_keys")
-    run(spark, settings, load_batch(LakeStore(settings.lake, spark), args.batch_id))
-    return 0
+    return batch_job_main("detect_keys", run, argv)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ token id -> posting entries (set_id, position, size) sorted by set id.
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,8 +23,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from catalog.settings import Settings, load_settings
-from spark_jobs.change_batch import ChangeBatch, load_batch
+from catalog.settings import Settings
+from spark_jobs.batch_job import batch_job_main
+from spark_jobs.change_batch import ChangeBatch
 from spark_jobs.josie_tables import (
     CHANGE_FULL,
     CHANGES_SCHEMA,
@@ -276,15 +276,7 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="josie_index")
-    parser.add_argument("--batch-id", type=int, required=True)
-    args = parser.parse_args(argv)
-    from spark_jobs.spark_session import get_spark
-
-    settings = load_settings()
-    spark = get_spark(settings, "juncture.josie_index")
-    run(spark, settings, load_batch(LakeStore(settings.lake, spark), args.batch_id))
-    return 0
+    return batch_job_main("josie_index", run, argv)
 
 
 if __name__ == "__main__":

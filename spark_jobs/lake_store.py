@@ -67,6 +67,12 @@ class CommitResult:
     skipped: bool = False
 
 
+def delta_file_paths(table: DeltaTable, filters: Any = None) -> list[str]:
+    """The snapshot's data files as paths Spark and pyarrow open: delta-rs percent-encodes local
+    paths (`/data/my%20lake/…`) without a scheme, so those are decoded; remote URIs are kept."""
+    return [uri if "://" in uri else unquote(uri) for uri in table.file_uris(filters)]
+
+
 def sql_literal(value: Any) -> str:
     """A value as a literal in a delta-rs (DataFusion SQL) predicate. The one quoting helper."""
     if value is None:
@@ -206,7 +212,7 @@ class LakeStore:
         """Snapshot file URIs, pruned by partition values when `where` names a partition column."""
         parts = set(table.metadata().partition_columns)
         filters = [(c, "in", [str(v) for v in vals]) for c, vals in (where or {}).items() if c in parts]
-        return table.file_uris(filters or None)  # type: ignore[arg-type]
+        return delta_file_paths(table, filters or None)
 
     def _strip_scheme(self, uri: str) -> str:
         """A snapshot URI as a path on `self._fs`."""

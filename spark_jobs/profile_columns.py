@@ -38,9 +38,7 @@ Definitions (the tests re-derive each of them in plain Python):
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
 import logging
 import math
 import re
@@ -51,8 +49,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from catalog.identity import normalize_token, table_bucket
-from catalog.settings import Settings, load_settings
-from spark_jobs.change_batch import ChangeBatch, load_batch
+from catalog.settings import Settings
+from spark_jobs.batch_job import batch_job_main
+from spark_jobs.change_batch import ChangeBatch
 from spark_jobs.column_tokens import COLUMN_TOKENS, normalized_token
 from spark_jobs.lake_store import CommitResult, LakeStore
 from spark_jobs.lake_tables import CELLS, DATASETS
@@ -459,16 +458,7 @@ def histogram_json(row: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="profile_columns")
-    parser.add_argument("--batch-id", type=int, required=True)
-    args = parser.parse_args(argv)
-    from spark_jobs.spark_session import get_spark
-
-    settings = load_settings()
-    spark = get_spark(settings, "juncture.profile_columns")
-    result = run(spark, settings, load_batch(LakeStore(settings.lake, spark), args.batch_id))
-    log.info("profile_columns done", extra={"result": json.dumps(result.__dict__)})
-    return 0
+    return batch_job_main("profile_columns", run, argv)
 
 
 if __name__ == "__main__":

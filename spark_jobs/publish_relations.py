@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import delete, insert, select
@@ -39,31 +39,32 @@ def _existing(session: Session, column: Any, ids: Sequence[str]) -> set[str]:
     return out
 
 
-def publish_joinable(session: Session, store: LakeStore, batch: ChangeBatch) -> dict[str, int]:
-    subjects = _changed(store, JOINABLE_CHANGES, "column_id", batch)
+def _replace_lists(session: Session, store: LakeStore, batch: ChangeBatch, *, model: Any, subject: str,
+                   changes: str, gold: str, known: Any, row: Callable[[dict[str, Any]], dict[str, Any]],
+                   name: str) -> dict[str, int]:
+    """Replace the answer lists of the batch's changed subjects (column_id or table_id) by the gold
+    rows; rows whose subject is not in the catalog (a table deleted meanwhile) are left out."""
+    subjects = _changed(store, changes, subject, batch)
+    key = getattr(model, subject)
     for i in range(0, len(subjects), _CHUNK):
-        session.execute(delete(JoinableColumn).where(JoinableColumn.column_id.in_(subjects[i : i + _CHUNK])))
+        session.execute(delete(model).where(key.in_(subjects[i : i + _CHUNK])))
     if not subjects:
-        return {"n_joinable_lists": 0, "n_joinable": 0}
-    rows = store.read_arrow(JOINABLE, where={"column_id": subjects}).to_pylist()
-    known = _existing(session, CatalogColumn.column_id, sorted({r["column_id"] for r in rows}))
-    rows = [r for r in rows if r["column_id"] in known]
+        return {f"n_{name}_lists": 0, f"n_{name}": 0}
+    rows = store.read_arrow(gold, where={subject: subjects}).to_pylist()
+    present = _existing(session, known, sorted({r[subject] for r in rows}))
+    rows = [row(r) for r in rows if r[subject] in present]
     if rows:
-        session.execute(insert(JoinableColumn), rows)
+        session.execute(insert(model), rows)
     session.flush()
-    return {"n_joinable_lists": len(subjects), "n_joinable": len(rows)}
+    return {f"n_{name}_lists": len(subjects), f"n_{name}": len(rows)}
+
+
+def publish_joinable(session: Session, store: LakeStore, batch: ChangeBatch) -> dict[str, int]:
+    return _replace_lists(session, store, batch, model=JoinableColumn, subject="column_id", changes=JOINABLE_CHANGES,
+                          gold=JOINABLE, known=CatalogColumn.column_id, row=lambda r: r, name="joinable")
 
 
 def publish_unionable(session: Session, store: LakeStore, batch: ChangeBatch) -> dict[str, int]:
-    subjects = _changed(store, UNIONABLE_CHANGES, "table_id", batch)
-    for i in range(0, len(subjects), _CHUNK):
-        session.execute(delete(UnionableTable).where(UnionableTable.table_id.in_(subjects[i : i + _CHUNK])))
-    if not subjects:
-        return {"n_unionable_lists": 0, "n_unionable": 0}
-    rows = store.read_arrow(UNIONABLE, where={"table_id": subjects}).to_pylist()
-    known = _existing(session, CatalogTable.table_id, sorted({r["table_id"] for r in rows}))
-    rows = [{**r, "alignment": json.loads(r["alignment"])} for r in rows if r["table_id"] in known]
-    if rows:
-        session.execute(insert(UnionableTable), rows)
-    session.flush()
-    return {"n_unionable_lists": len(subjects), "n_unionable": len(rows)}
+    return _replace_lists(session, store, batch, model=UnionableTable, subject="table_id", changes=UNIONABLE_CHANGES,
+                          gold=UNIONABLE, known=CatalogTable.table_id,
+                          row=lambda r: {**r, "alignment": json.loads(r["alignment"])}, name="unionable")

@@ -34,15 +34,15 @@ which the catalog publisher reads to replace exactly those lists.
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from catalog.settings import Settings, load_settings
-from spark_jobs.change_batch import ChangeBatch, load_batch
+from catalog.settings import Settings
+from spark_jobs.batch_job import batch_job_main
+from spark_jobs.change_batch import ChangeBatch
 from spark_jobs.column_tokens import COLUMN_TOKENS
 from spark_jobs.lake_store import LakeStore
 
@@ -222,16 +222,7 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch, *, full: bo
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="relate_joinable")
-    parser.add_argument("--batch-id", type=int, required=True)
-    parser.add_argument("--full", action="store_true", help="recompute every list")
-    args = parser.parse_args(argv)
-    from spark_jobs.spark_session import get_spark
-
-    settings = load_settings()
-    spark = get_spark(settings, "juncture.relate_joinable")
-    run(spark, settings, load_batch(LakeStore(settings.lake, spark), args.batch_id), full=args.full)
-    return 0
+    return batch_job_main("relate_joinable", run, argv, full_flag=True)
 
 
 if __name__ == "__main__":

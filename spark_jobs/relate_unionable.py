@@ -23,7 +23,6 @@ the rest are kept. `unionable_changes` records the recomputed table ids for the 
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import math
@@ -34,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from catalog.settings import Settings, load_settings
-from spark_jobs.change_batch import ChangeBatch, load_batch
+from catalog.settings import Settings
+from spark_jobs.batch_job import batch_job_main
+from spark_jobs.change_batch import ChangeBatch
 from spark_jobs.column_tokens import COLUMN_TOKENS
 from spark_jobs.lake_store import LakeStore
 from spark_jobs.lake_tables import DATASETS
@@ -356,16 +356,7 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch, *, full: bo
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="relate_unionable")
-    parser.add_argument("--batch-id", type=int, required=True)
-    parser.add_argument("--full", action="store_true", help="recompute every list")
-    args = parser.parse_args(argv)
-    from spark_jobs.spark_session import get_spark
-
-    settings = load_settings()
-    spark = get_spark(settings, "juncture.relate_unionable")
-    run(spark, settings, load_batch(LakeStore(settings.lake, spark), args.batch_id), full=args.full)
-    return 0
+    return batch_job_main("relate_unionable", run, argv, full_flag=True)
 
 
 def relate_batch(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str, Any]:

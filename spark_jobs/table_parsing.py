@@ -379,13 +379,15 @@ def _parse_delta(path: str) -> ParsedContent:
     import pyarrow.parquet as pq
     from deltalake import DeltaTable
 
+    from spark_jobs.lake_store import delta_file_paths
+
     try:
         dt = DeltaTable(path)
         schema = pa.schema(dt.schema().to_arrow())  # type: ignore[arg-type]
         part_cols = list(dt.metadata().partition_columns)
         data_schema = pa.schema([f for f in schema if f.name not in part_cols])
         parts = []
-        for uri in sorted(dt.file_uris()):
+        for uri in sorted(delta_file_paths(dt)):
             piece = pq.read_table(uri, schema=data_schema)
             values = dict(unquote(seg).split("=", 1) for seg in uri.split("/") if "=" in seg)
             for col in part_cols:  # Hive-style folders hold the partition values
@@ -399,6 +401,16 @@ def _parse_delta(path: str) -> ParsedContent:
     return arrow_as_text(table)
 
 
+def _open_binary(path_or_uri: str):  # type: ignore[no-untyped-def]
+    """A local path with `open`, a remote URI (s3://, gs://, …) through pyarrow's filesystems."""
+    if "://" not in path_or_uri:
+        return open(path_or_uri, "rb")
+    import pyarrow.fs as pafs
+
+    fs, inner = pafs.FileSystem.from_uri(path_or_uri)
+    return fs.open_input_stream(inner)
+
+
 def delta_content_sha256(path: str) -> str:
     """A content hash of a Delta table's current snapshot: its data files' bytes, in path order."""
     import hashlib
@@ -406,11 +418,13 @@ def delta_content_sha256(path: str) -> str:
 
     from deltalake import DeltaTable
 
+    from spark_jobs.lake_store import delta_file_paths
+
     digest = hashlib.sha256()
-    for uri in sorted(DeltaTable(path).file_uris()):
+    for uri in sorted(delta_file_paths(DeltaTable(path))):
         local = unquote(urlsplit(uri).path) if uri.startswith("file:") else uri
         digest.update(os.path.basename(local).encode() + b"\0")
-        with open(local, "rb") as f:
+        with _open_binary(local) as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 digest.update(chunk)
     return digest.hexdigest()

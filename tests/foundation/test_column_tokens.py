@@ -74,3 +74,22 @@ def test_job_tracks_adds_changes_and_deletes(spark, settings: Settings, tmp_path
     version = store.version(column_tokens.COLUMN_TOKENS)
     assert column_tokens.run(spark, settings, batch2).skipped  # re-running a batch is a no-op
     assert store.version(column_tokens.COLUMN_TOKENS) == version
+
+
+def test_spark_submit_entry_point_runs_the_same_job(spark, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                     monkeypatch) -> None:
+    """`main(["--batch-id", N])` (what spark-submit runs) applies the batch like `run` does."""
+    import os
+
+    for var in [v for v in os.environ if v.startswith("JUNCTURE_")]:
+        monkeypatch.delenv(var)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JUNCTURE_HOME", str(tmp_path / "home"))
+    from catalog.settings import load_settings
+
+    settings = load_settings()
+    store = LakeStore(settings.lake, spark)
+    a = table("file:a.csv", ["id"], [["1"], ["2"], ["2"]])
+    batch = land_batch(store, [a], [], n_buckets=settings.index.cells_buckets)
+    assert column_tokens.main(["--batch-id", str(batch.batch_id)]) == 0
+    assert actual(store) == expected([a])

@@ -220,3 +220,14 @@ def test_local_root_may_be_relative(tmp_path: Path) -> None:
         assert rows_of(store.read_arrow("t")) == sorted(ROWS[:2])
     finally:
         os.chdir(cwd)
+
+
+def test_root_with_spaces_and_unicode(tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
+    """delta-rs percent-encodes local file paths; Spark and pyarrow must still find the files."""
+    store = LakeStore(str(tmp_path / "my lake ü"), spark)
+    store.append("cells", spark.createDataFrame(ROWS, SCHEMA), partition_by=["bucket"])
+    store.overwrite_where("cells", arrow([("t1", 7, 1, "x")]), column="table_id", values=["t1"],
+                          partitions={"bucket": [1]})
+    want = sorted([r for r in ROWS if r[0] != "t1"] + [("t1", 7, 1, "x")])
+    assert spark_rows(store.read("cells")) == want
+    assert rows_of(store.read_arrow("cells")) == want

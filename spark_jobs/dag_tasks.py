@@ -227,20 +227,16 @@ def _rebuild_groups(spark: SparkSession, settings: Settings) -> Any:
 
 
 def _relate_all(spark: SparkSession, settings: Settings) -> Any:
-    """Full re-relate: the relations jobs' full mode when they provide one (`relate_all`)."""
+    """Full re-relate: every joinable and unionable list recomputed from the lake as it is."""
     from spark_jobs import relate_unionable
 
-    full = getattr(relate_unionable, "relate_all", None)
-    if full is None:
-        log.warning("full re-relate is not available yet (spark_jobs.relate_unionable.relate_all)")
-        return {"skipped": True}
-    return full(spark, settings)
+    return relate_unionable.relate_all(spark, settings)
 
 
 def _publish_all(spark: SparkSession, settings: Settings) -> Any:
     from spark_jobs.publish_josie import publish_current
 
-    return publish_current(settings, spark)
+    return publish_current(settings, spark, relations=True)
 
 
 # Steps of lake_rebuild, in order; each `fn(spark, settings) -> counts` and idempotent.

@@ -161,8 +161,9 @@ def _chunks(items: list[int]) -> list[list[int]]:
     return [items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK)]
 
 
-def publish_current(settings: Any, spark: Any = None) -> dict[str, int]:
-    """Publish the lake's index now in its own transaction (after `juncture rebuild`)."""
+def publish_current(settings: Any, spark: Any = None, *, relations: bool = False) -> dict[str, int]:
+    """Publish the lake's index now in its own transaction (after `juncture rebuild`); with
+    `relations`, every joinable/unionable list too (after a full re-relate), in the same one."""
     from catalog.db import open_catalog, session_scope
 
     engine = open_catalog(settings.catalog_url)
@@ -173,4 +174,10 @@ def publish_current(settings: Any, spark: Any = None) -> dict[str, int]:
             from spark_jobs.publish_catalog import PUBLISH_LOCK_KEY
 
             session.execute(select(func.pg_advisory_xact_lock(PUBLISH_LOCK_KEY)))
-        return publish_josie(session, LakeStore(settings.lake, spark))
+        store = LakeStore(settings.lake, spark)
+        counts = publish_josie(session, store)
+        if relations:
+            from spark_jobs.publish_relations import publish_all_relations
+
+            counts.update(publish_all_relations(session, store))
+        return counts

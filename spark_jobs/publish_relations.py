@@ -68,3 +68,22 @@ def publish_unionable(session: Session, store: LakeStore, batch: ChangeBatch) ->
     return _replace_lists(session, store, batch, model=UnionableTable, subject="table_id", changes=UNIONABLE_CHANGES,
                           gold=UNIONABLE, known=CatalogTable.table_id,
                           row=lambda r: {**r, "alignment": json.loads(r["alignment"])}, name="unionable")
+
+
+def publish_all_relations(session: Session, store: LakeStore) -> dict[str, int]:
+    """Replace every joinable and unionable list in the catalog by gold's (after `relate_all`), in
+    the caller's transaction."""
+    counts: dict[str, int] = {}
+    for model, subject, gold, known, row, name in (
+            (JoinableColumn, "column_id", JOINABLE, CatalogColumn.column_id, lambda r: r, "joinable"),
+            (UnionableTable, "table_id", UNIONABLE, CatalogTable.table_id,
+             lambda r: {**r, "alignment": json.loads(r["alignment"])}, "unionable")):
+        session.execute(delete(model))
+        rows = store.read_arrow(gold).to_pylist() if store.exists(gold) else []
+        present = _existing(session, known, sorted({r[subject] for r in rows}))
+        rows = [row(r) for r in rows if r[subject] in present]
+        if rows:
+            session.execute(insert(model), rows)
+        counts[f"n_{name}"] = len(rows)
+    session.flush()
+    return counts

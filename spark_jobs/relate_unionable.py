@@ -359,6 +359,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     return batch_job_main("relate_unionable", run, argv, full_flag=True)
 
 
+def relate_all(spark: SparkSession, settings: Settings) -> dict[str, Any]:
+    """Full re-relate (`lake_rebuild`): every joinable and unionable list recomputed from the lake
+    as it is now, replacing gold `joinable` and `unionable` in one commit each. The batch jobs'
+    transaction ids stay recorded, so later batches continue incrementally from this state;
+    `publish_relations.publish_all_relations` then replaces the catalog's lists."""
+    from spark_jobs import relate_joinable
+    from spark_jobs.change_batch import batch_ids
+
+    store = LakeStore(settings.lake, spark)
+    ids = batch_ids(store)
+    if not ids or not store.exists(COLUMN_TOKENS):
+        return {"skipped": True}
+    version = ids[-1]
+    tokens = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token", "n"])
+    joinable = relate_joinable.top_k_joinable(
+        tokens, relate_joinable.key_columns(spark, store), k=settings.index.joinable_k,
+        max_list=settings.index.joinable_max_list, index_version=version)
+    j = store.overwrite(JOINABLE, joinable.select(*relate_joinable.JOINABLE_SCHEMA.names))
+    joinable = store.read(JOINABLE)
+    features = column_features(spark, store, tokens).cache()
+    pairs = candidate_pairs(features, joinable, settings.index.joinable_max_list).cache()
+    rows = unionable_rows(features, pairs, joinable, k=settings.index.unionable_k, index_version=version)
+    u = store.overwrite(UNIONABLE, rows.select(*UNIONABLE_SCHEMA.names))
+    features.unpersist()
+    pairs.unpersist()
+    counts = {"n_joinable_rows": j.n_rows_written, "n_unionable_rows": u.n_rows_written, "index_version": version}
+    log.info("relations recomputed in full", extra=counts)
+    return counts
+
+
 def relate_batch(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str, Any]:
     """The pipeline's "relate" stage: joinable lists, then the unionable lists that read them."""
     from spark_jobs import relate_joinable

@@ -64,7 +64,9 @@ def run_demo(ctx: CliContext) -> int:
     """Portal -> `lake_crawl` (which triggers `lake_index` through its asset) -> lookups, twice."""
     from catalog.airflow_env import run_dag
     from plugins.local_portal import four_by_four, serve_in_background
+    from spark_jobs.spark_session import check_java
 
+    check_java()  # fail before seeding anything when Spark cannot start
     print(f"Juncture demo — home {ctx.settings.home}, catalog {ctx.settings.catalog_url}")
     t0 = time.perf_counter()
     portal_dir = Path(tempfile.mkdtemp(prefix="juncture-demo-portal-"))

@@ -39,7 +39,8 @@ def test_cli_crawl_dir_reports_failures_and_exits_0(tmp_path: Path, monkeypatch:
     assert "nothing to index" in capsys.readouterr().out
     assert main(["crawl", "--dir", str(tmp_path / "nope")]) == 2
     assert main(["crawl", "--source", "nope"]) == 2
-    assert main(["index", "--full"]) == 2
+    assert main(["index", "--full"]) == 0  # nothing pending: regroup JOSIE, re-relate, publish
+    assert "rebuilt josie index version" in capsys.readouterr().out
 
 
 def test_portal_serve_command(tmp_path: Path) -> None:

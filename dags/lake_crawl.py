@@ -22,15 +22,16 @@ def lake_crawl() -> None:
         return dag_tasks.source_names()
 
     @task(**PORTAL_RETRIES)
-    def crawl(source: str) -> int | None:
+    def crawl(source: str) -> int:
         from plugins.airflow_plugin import with_portal_credentials
         from spark_jobs import dag_tasks
 
         settings = with_portal_credentials(dag_tasks.current_settings(), source)
-        return dag_tasks.crawl_source(source, settings=settings)
+        # 0 = nothing changed (a None return pushes no XCom, which `announce` would then miss)
+        return dag_tasks.crawl_source(source, settings=settings) or 0
 
     @task(outlets=[LAKE_CHANGES])
-    def announce(batch_ids: list[int | None]) -> list[int]:
+    def announce(batch_ids: list[int]) -> list[int]:
         ids = sorted(b for b in batch_ids if b)
         if not ids:
             raise AirflowSkipException("no source changed: no asset event")

@@ -25,26 +25,33 @@ from tests.crawl.conftest import bronze, crawl_settings, csv_bytes
 EVIL = ["../../../../tmp/evil", "..", "a/../../b", "x'; DROP TABLE tables; --", "..\\..\\win", "%2e%2e%2fenc"]
 
 
-def _outside(tmp_path: Path) -> set[str]:
-    """Every path under the test's parent folder that is not under the test's own folder."""
-    return {str(p) for p in tmp_path.parent.rglob("*") if tmp_path not in p.parents and p != tmp_path}
+def _outside(root: Path, inside: list[Path]) -> set[str]:
+    """Every path under `root` that is not one of `inside` or below one of them."""
+    return {str(p) for p in root.rglob("*") if not any(d == p or d in p.parents for d in inside)}
 
 
 def test_hostile_portal_ids_never_become_paths(tmp_path: Path, portal: PortalHandle) -> None:
-    settings = crawl_settings(tmp_path / "home", portal)
+    # The home sits deep enough that every `..` in EVIL would still land inside tmp_path, where the
+    # test can see it (other tests' folders beside tmp_path change on their own: SQLite WAL files).
+    home = tmp_path / "d1" / "d2" / "d3" / "d4" / "d5" / "home"
+    home.mkdir(parents=True)
+    settings = crawl_settings(home, portal)
+    inside = [home, tmp_path / "portal"]
     for i, bad in enumerate(EVIL):
         portal.store.add_socrata(bad, csv_bytes([["evil"], [str(i)]]))
         portal.store.add_ckan(bad, [("r", "CSV", csv_bytes([["evil"], [str(i)]]))])
         portal.store.add_ckan(f"ok-{i}", [(bad, "CSV", csv_bytes([["evil"], [str(i)]]))])
     portal.store.add_socrata("good-0001", csv_bytes([["fine"], ["1"]]))
-    outside_before = _outside(tmp_path)
+    outside_before = _outside(tmp_path, inside)
+    assert not Path("/tmp/evil").exists()
 
     report = run_crawl(settings)
     assert report.new == 1 and report.failed == 3 * len(EVIL)
     assert all("unsafe or malformed" in reason for _, reason in report.failures)
     assert [r["table_id"] for r in bronze(settings)[0]] == ["socrata:127.0.0.1:good-0001"]
     # nothing was written outside the lake; raw files are named by their hash only
-    assert _outside(tmp_path) == outside_before
+    assert _outside(tmp_path, inside) == outside_before
+    assert not Path("/tmp/evil").exists()
     assert not [p for p in tmp_path.rglob("*evil*")]
     files = os.listdir(Path(settings.lake) / "files")
     assert files and all(re.fullmatch(r"[0-9a-f]{64}", f) for f in files)

@@ -16,7 +16,7 @@ from plugins.local_portal import PortalHandle, serve_in_background
 from spark_jobs.lake_store import LakeStore
 from tests.conftest import make_settings
 
-FAST_CRAWL = CrawlSettings(timeout_s=2.0, max_retries=3, backoff_base_s=0.001, backoff_max_s=0.01,
+FAST_CRAWL = CrawlSettings(timeout_s=4.0, max_retries=3, backoff_base_s=0.001, backoff_max_s=0.01,
                            requests_per_second=1000.0, max_download_bytes=16 * 1024 * 1024,
                            max_cell_bytes=64 * 1024, max_retry_after_s=0.01,
                            max_decompressed_bytes=16 * 1024 * 1024, page_size=3)

@@ -46,7 +46,7 @@ def test_corpus_failures_reported_nothing_else_lost(tmp_path: Path, portal: Port
     store.add_socrata("dead-0001", csv_bytes([["d"], ["1"]]))
     store.set_content("socrata/good-0001", csv_bytes([["k", "v"], ["b", "2"]]))  # a change that will fail
     portal.add_fault("/download/corpus/missing", "404", times=1)
-    portal.add_fault("/api/views/slow-0001", "slow", times=1, delay=3.0)  # timeout, then retried
+    portal.add_fault("/api/views/slow-0001", "slow", times=1, delay=8.0)  # timeout, then retried
     portal.add_fault("/api/views/flak-0001", "429", times=2, retry_after=1)
     portal.add_fault("/api/views/flak-0001", "truncate", times=1)
     portal.add_fault("/api/views/dead-0001", "500", times=100)

@@ -38,11 +38,13 @@ def test_retry_after_429_is_honoured(portal: PortalHandle) -> None:
 def test_transient_faults_are_retried(portal: PortalHandle, tmp_path: Path, kind: str) -> None:
     body = b"x,y\n" + b"1,2\n" * 5000
     portal.store.add_socrata("abcd-1234", body)
-    portal.add_fault("/api/views/abcd-1234", kind, times=2, delay=3.0)
-    settings = FAST_CRAWL.__class__(**{**FAST_CRAWL.__dict__, "timeout_s": 0.5})
+    portal.add_fault("/api/views/abcd-1234", kind, times=2, delay=6.0)
+    settings = FAST_CRAWL.__class__(**{**FAST_CRAWL.__dict__, "timeout_s": 1.5})
     with HttpClient(settings, sleep=Sleeps()) as client:
         dl = client.download(f"{portal.url}/api/views/abcd-1234/rows.csv", tmp_path)
-    assert dl.path.read_bytes() == body and client.n_retries == 2
+    # both injected faults were retried; a loaded machine may time out a healthy answer once more,
+    # which is also retried, so the count is a lower bound, never an exact timing-dependent number
+    assert dl.path.read_bytes() == body and client.n_retries >= 2
 
 
 def test_persistent_fault_gives_up_with_reason(portal: PortalHandle, tmp_path: Path) -> None:

@@ -201,39 +201,39 @@ def _check_page(k: int, offset: int) -> None:
         raise UserError(f"offset must not be negative, got {offset}")
 
 
+def _ranked_page(session: Session, subject: Any, model: Any, ident: str, k: int, offset: int) -> list[Any]:
+    """Ranks offset+1 .. offset+k of `ident`'s precomputed list, read in ONE statement (the subject
+    outer-joined with its rows), so the answer comes from one snapshot even while a publish runs,
+    and an unknown id (no subject row) is told apart from an empty list."""
+    _check_page(k, offset)
+    key = getattr(model, subject.key)
+    rows = session.execute(
+        select(subject, model).outerjoin(model, (key == subject) & (model.rank > offset) & (model.rank <= offset + k))
+        .where(subject == ident).order_by(model.rank)).all()
+    if not rows:
+        raise UnknownIdError(subject.key, ident)
+    return [r for _, r in rows if r is not None]
+
+
 def joinable(session: Session, column_id: str, k: int = 10, *, offset: int = 0) -> list[JoinableInfo]:
     """The precomputed top joinable columns of `column_id`, ranks offset+1 .. offset+k."""
-    _check_page(k, offset)
-    j = JoinableColumn
-    rows = session.execute(
-        select(CatalogColumn.column_id, j).outerjoin(
-            j, (j.column_id == CatalogColumn.column_id) & (j.rank > offset) & (j.rank <= offset + k))
-        .where(CatalogColumn.column_id == column_id).order_by(j.rank)).all()
-    if not rows:
-        raise UnknownIdError("column_id", column_id)
+    rows = _ranked_page(session, CatalogColumn.column_id, JoinableColumn, column_id, k, offset)
     return [JoinableInfo(
         table_id=r.candidate_table_id, column=r.candidate_header, column_id=r.candidate_column_id, rank=r.rank,
         overlap=r.overlap, containment=r.containment, candidate_containment=r.candidate_containment,
         jaccard=r.jaccard, size=r.size, candidate_size=r.candidate_size, est_join_size=r.est_join_size,
         query_is_key=r.is_key, candidate_is_key=r.candidate_is_key, direction=r.direction, exact=r.exact,
         method=r.method, index_version=r.index_version,
-    ) for _, r in rows if r is not None]
+    ) for r in rows]
 
 
 def unionable(session: Session, table_id: str, k: int = 10, *, offset: int = 0) -> list[UnionableInfo]:
     """The precomputed top unionable tables of `table_id`, ranks offset+1 .. offset+k."""
-    _check_page(k, offset)
-    u = UnionableTable
-    rows = session.execute(
-        select(CatalogTable.table_id, u).outerjoin(
-            u, (u.table_id == CatalogTable.table_id) & (u.rank > offset) & (u.rank <= offset + k))
-        .where(CatalogTable.table_id == table_id).order_by(u.rank)).all()
-    if not rows:
-        raise UnknownIdError("table_id", table_id)
+    rows = _ranked_page(session, CatalogTable.table_id, UnionableTable, table_id, k, offset)
     return [UnionableInfo(
         table_id=r.candidate_table_id, rank=r.rank, score=r.score, n_aligned=r.n_aligned,
         alignment=[AlignedColumn(column=a["column"], column_id=a["column_id"], candidate_column=a["candidate_column"],
                                  candidate_column_id=a["candidate_column_id"], score=a["score"],
                                  signals=dict(a.get("signals") or {})) for a in r.alignment],
         exact=r.exact, method=r.method, index_version=r.index_version,
-    ) for _, r in rows if r is not None]
+    ) for r in rows]

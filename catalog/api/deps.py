@@ -1,4 +1,4 @@
-"""What every route needs: a catalog session per request, and id checks at the edge.
+"""What every route needs: the catalog to read, and id checks at the edge.
 
 Ids are checked for shape before any query (DESIGN.md identity): a table_id is `socrata:…`,
 `ckan:…` or `file:…` without `#`; a column_id is `<table_id>#<header>`. Garbage is a 422, never a
@@ -7,28 +7,26 @@ database round trip or a 500.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Request
-from sqlalchemy.orm import Session
+from sqlalchemy import Engine
 
 from catalog.identity import split_column_id, valid_table_id
 
 MAX_ID_LENGTH = 4096
 
 
-async def get_session(request: Request) -> AsyncIterator[Session]:
-    """A session for one request. Routes are `async def` and query synchronously: a lookup is one
-    indexed SELECT (well under a millisecond), cheaper than a hop to the thread pool."""
-    session = request.app.state.sessions()
-    try:
-        yield session
-    finally:
-        session.close()
+async def get_catalog(request: Request) -> Engine:
+    """The app's reader engine (`catalog.db.open_reader`); each lookup checks a pooled connection
+    out for its one SELECT. Routes are `async def` and query synchronously: a lookup is a fraction
+    of a millisecond, cheaper than a hop to the thread pool; more throughput comes from more worker
+    processes (`juncture serve --workers`)."""
+    engine: Engine = request.app.state.engine
+    return engine
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
+CatalogDep = Annotated[Engine, Depends(get_catalog)]
 
 
 def _printable(value: str) -> bool:

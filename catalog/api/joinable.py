@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
 
 from catalog import lookup
-from catalog.api.deps import ColumnId, SessionDep
-from catalog.api.pages import Limit, Offset, Page, page_response
+from catalog.api.deps import CatalogDep, ColumnId
+from catalog.api.pages import JSON, Limit, Offset, Page, page_response
 
 router = APIRouter(prefix="/v1/joinable", tags=["joinable"])
 
 
 @router.get("/{column_id:path}", response_model=Page[lookup.JoinableInfo],
             summary="Top joinable columns by distinct-value overlap")
-async def read_joinable(column_id: ColumnId, session: SessionDep, k: Limit = 10,
-                  offset: Offset = 0) -> JSONResponse:
-    return page_response(lookup.joinable(session, column_id, k, offset=offset), offset, k)
+async def read_joinable(column_id: ColumnId, catalog: CatalogDep, k: Limit = 10,
+                  offset: Offset = 0) -> JSON:
+    return page_response(lookup.joinable(catalog, column_id, k, offset=offset), offset, k)

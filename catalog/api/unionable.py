@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
 
 from catalog import lookup
-from catalog.api.deps import SessionDep, TableId
-from catalog.api.pages import Limit, Offset, Page, page_response
+from catalog.api.deps import CatalogDep, TableId
+from catalog.api.pages import JSON, Limit, Offset, Page, page_response
 
 router = APIRouter(prefix="/v1/unionable", tags=["unionable"])
 
 
 @router.get("/{table_id:path}", response_model=Page[lookup.UnionableInfo],
             summary="Top unionable tables and how their columns align")
-async def read_unionable(table_id: TableId, session: SessionDep, k: Limit = 10,
-                   offset: Offset = 0) -> JSONResponse:
-    return page_response(lookup.unionable(session, table_id, k, offset=offset), offset, k)
+async def read_unionable(table_id: TableId, catalog: CatalogDep, k: Limit = 10,
+                   offset: Offset = 0) -> JSON:
+    return page_response(lookup.unionable(catalog, table_id, k, offset=offset), offset, k)

@@ -4,8 +4,16 @@ and reject what they should: unknown ids (exit 2 / 404), malformed ids and overs
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 from urllib.parse import quote
 
+import httpx
+import psutil
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import sessionmaker
@@ -14,6 +22,7 @@ from catalog import lookup
 from catalog.api.app import create_app
 from catalog.cli.main import main
 from catalog.db import make_engine
+from catalog.errors import UnknownIdError
 from spark_jobs import publish_catalog
 
 
@@ -113,3 +122,62 @@ def test_unknown_and_malformed_ids_and_oversized_requests(two_states, published,
     assert client.post(f"/v1/joinable/{good}").status_code == 405
     spec = client.get("/openapi.json").json()
     assert {"/v1/joinable/{column_id}", "/v1/unionable/{table_id}", "/v1/tables"} <= set(spec["paths"])
+
+
+def _serve(settings, port: int, workers: int) -> subprocess.Popen[bytes]:  # type: ignore[no-untyped-def]
+    env = {**os.environ, "JUNCTURE_CATALOG_URL": settings.catalog_url, "JUNCTURE_LAKE": settings.lake}
+    return subprocess.Popen([str(Path(sys.executable).with_name("juncture")), "serve", "--port", str(port),
+                             "--workers", str(workers)], env=env, stderr=subprocess.PIPE)
+
+
+def _wait_for(url: str, server: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            if httpx.get(url, timeout=2.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert server.poll() is None, server.stderr.read().decode() if server.stderr else ""
+        assert time.monotonic() < deadline, "juncture serve did not answer"
+        time.sleep(0.2)
+
+
+def test_serve_with_workers_over_real_http(two_states, published):
+    """`juncture serve --workers 2`: two processes behind one port answer over real HTTP exactly
+    what the lookup API answers, and SIGTERM stops them all."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = _serve(published, port, workers=2)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(base + "/v1/health", server)
+        workers = psutil.Process(server.pid).children()
+        assert len(workers) >= 2
+        engine = make_engine(published.catalog_url)
+        with httpx.Client(base_url=base) as client:
+            for column_id in two_states.column_ids()[:12]:
+                try:
+                    expected = lookup.as_dict(lookup.joinable(engine, column_id, 5))
+                except UnknownIdError:
+                    assert client.get(f"/v1/joinable/{quote(column_id, safe='')}").status_code == 404
+                    continue
+                got = client.get(f"/v1/joinable/{quote(column_id, safe='')}", params={"k": 5})
+                assert got.status_code == 200 and got.json()["items"] == expected
+        engine.dispose()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
+
+
+def test_serve_rejects_bad_workers_and_a_taken_port(published, capsys):
+    assert main(["serve", "--workers", "0"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        assert main(["serve", "--port", str(s.getsockname()[1])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot serve on" in err

@@ -1,0 +1,79 @@
+"""`serve(settings, host, port, workers)`: the lookup API on uvicorn, in one or several processes.
+
+A lookup is a short CPU-bound stretch of Python around one indexed read, so one process serves one
+request at a time; more throughput needs more processes, not threads. The listening socket is bound
+once here and handed to every worker process (spawned, so no worker inherits another's database
+connections), and the kernel spreads the accepted connections among them. Each worker builds its
+own app and engine from the same settings.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import socket
+from typing import Any
+
+from catalog.errors import UserError
+from catalog.settings import Settings
+
+log = logging.getLogger(__name__)
+MAX_WORKERS = 64
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, or a one-line `UserError` when the address is taken or invalid."""
+    if not 0 <= port <= 65535:
+        raise UserError(f"--port must be between 0 and 65535, got {port}")
+    try:
+        sock = socket.create_server((host, port), backlog=2048)
+    except OSError as e:
+        raise UserError(f"cannot serve on {host}:{port}: {e.strerror or e}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _run_worker(settings: Settings, sock: socket.socket) -> None:
+    import uvicorn
+
+    from catalog.api.app import create_app
+
+    config = uvicorn.Config(create_app(settings), log_level="warning", access_log=False)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def serve(settings: Settings, host: str, port: int, *, workers: int = 1) -> None:
+    """Serve until interrupted. With `workers > 1` the worker processes share one socket; this
+    process only supervises them and stops them all on Ctrl-C or SIGTERM."""
+    if not 1 <= workers <= MAX_WORKERS:
+        raise UserError(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
+    sock = bind(host, port)
+    log.info("serving the lookup API", extra={"host": host, "port": sock.getsockname()[1], "workers": workers})
+    if workers == 1:
+        _run_worker(settings, sock)
+        return
+    processes = [mp.get_context("spawn").Process(target=_run_worker, args=(settings, sock), daemon=True)
+                 for _ in range(workers)]
+    for process in processes:
+        process.start()
+    _supervise(processes)
+
+
+def _supervise(processes: list[Any]) -> None:
+    import signal
+
+    def stop(*_args: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        for process in processes:
+            process.join()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+        for process in processes:
+            process.join(timeout=10)

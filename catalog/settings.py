@@ -76,6 +76,10 @@ class IndexSettings:
 
     cells_buckets: int = 16
     josie_dirty_threshold: float = 0.2
+    # incremental JOSIE update: "auto" (on the driver while the index has at most
+    # josie_driver_max_lists posting lists, else Spark), "arrow" (always the driver) or "spark"
+    josie_update_engine: Literal["auto", "arrow", "spark"] = "auto"
+    josie_driver_max_lists: int = 5_000_000
     joinable_k: int = 20
     unionable_k: int = 10
     # relate: posting lists longer than this are skipped (answers touching them say exact=false)

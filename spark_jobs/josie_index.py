@@ -28,6 +28,8 @@ from spark_jobs.batch_job import batch_job_main
 from spark_jobs.change_batch import ChangeBatch
 from spark_jobs.josie_tables import (
     CHANGE_FULL,
+    CHANGE_SET,
+    CHANGE_TOKEN,
     CHANGES_SCHEMA,
     HASH_SEED,
     JOSIE_CHANGES,
@@ -211,6 +213,39 @@ def dirty_counts(store: LakeStore) -> tuple[int, int, int]:
         return 0, 0, -1
     n_dirty = int(pc.sum(pc.greater_equal(table["group_id"], DIRTY_GROUP_BASE)).as_py() or 0)
     return table.num_rows, n_dirty, int(pc.max(table["token_id"]).as_py())
+
+
+def conform_any(data: Any, name: str) -> Any:
+    """`conform` for a Spark DataFrame or an Arrow table (the update has both engines)."""
+    if isinstance(data, pa.Table):
+        schema = SCHEMAS[name]
+        return data.select(schema.names).cast(schema)
+    return conform(data, name)
+
+
+def commit_update(store: LakeStore, txn: tuple[str, int], *, tokens: Any, sets: Any, postings: Any, changes: Any,
+                  state: dict[str, Any], version: int, next_set_id: int) -> dict[str, Any]:
+    """Commit an incremental update (Spark DataFrames or Arrow tables): the three index tables, the
+    change log, then the state row, which marks the batch done. Returns the new state and counts."""
+    store.overwrite(JOSIE_TOKENS, conform_any(tokens, JOSIE_TOKENS), txn=txn)
+    store.overwrite(JOSIE_SETS, conform_any(sets, JOSIE_SETS), txn=txn)
+    store.overwrite(JOSIE_POSTINGS, conform_any(postings, JOSIE_POSTINGS), txn=txn)
+    store.append(JOSIE_CHANGES, conform_any(changes, JOSIE_CHANGES), txn=txn)
+    n_lists, n_dirty, max_token_id = dirty_counts(store)
+    new_state = {**state, "index_version": version, "n_lists": n_lists, "n_dirty_lists": n_dirty,
+                 "dirty_share": (n_dirty / n_lists) if n_lists else 0.0, "next_set_id": next_set_id,
+                 "next_token_id": max(int(state["next_token_id"]), max_token_id + 1)}
+    store.overwrite(JOSIE_STATE, state_table(new_state), txn=txn)
+    return {"mode": "update", **new_state, **_change_counts(store, version)}
+
+
+def _change_counts(store: LakeStore, version: int) -> dict[str, int]:
+    import pyarrow.compute as pc
+
+    log_rows = store.read_arrow(JOSIE_CHANGES, columns=["index_version", "kind"])
+    kinds = log_rows.filter(pc.equal(log_rows["index_version"], version))["kind"]
+    return {"n_lists_rewritten": int(pc.sum(pc.equal(kinds, CHANGE_TOKEN)).as_py() or 0),
+            "n_affected_sets": int(pc.sum(pc.equal(kinds, CHANGE_SET)).as_py() or 0)}
 
 
 def write_full(store: LakeStore, frames: IndexFrames, columns: DataFrame, *, txn: tuple[str, int] | None,

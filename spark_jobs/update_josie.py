@@ -16,6 +16,10 @@ token) leaves its duplicate group: it gets the singleton group DIRTY_GROUP_BASE 
 that only see positions/sizes move keep their group (their set ids are unchanged, so the group is
 still a run of identical lists). The dirty share (dirty lists / lists) goes into `josie_state`, and
 the result says whether a rebuild is due (share > settings.index.josie_dirty_threshold).
+
+The same update runs on the driver with Arrow and numpy (`update_josie_arrow`) while the index is
+small enough for it (`use_driver`): identical results, without a dozen Spark jobs over the whole
+index for a batch that changes a few thousand lists.
 """
 
 from __future__ import annotations
@@ -26,27 +30,25 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.identity import table_bucket
 from catalog.settings import Settings
-from spark_jobs import josie_index
+from spark_jobs import josie_index, update_josie_arrow
 from spark_jobs.batch_job import batch_job_main
 from spark_jobs.change_batch import ChangeBatch
 from spark_jobs.josie_index import (
     APP_ID,
     COLUMN_TOKENS,
+    commit_update,
     conform,
     dense_index,
-    dirty_counts,
     input_version,
     integer_sets,
     posting_entries,
     posting_lists,
     read_state,
-    state_table,
 )
 from spark_jobs.josie_tables import (
     CHANGE_SET,
     CHANGE_TOKEN,
     DIRTY_GROUP_BASE,
-    JOSIE_CHANGES,
     JOSIE_POSTINGS,
     JOSIE_SETS,
     JOSIE_STATE,
@@ -68,8 +70,19 @@ def _empty_column_tokens(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame([], "table_id string, column_id string, token string")
 
 
+def use_driver(state: dict[str, Any], settings: Settings) -> bool:
+    """Whether the batch is applied on the driver (`update_josie_arrow`) rather than by Spark:
+    `index.josie_update_engine` "arrow" or "spark" decides, "auto" picks the driver while the index
+    has at most `index.josie_driver_max_lists` posting lists (its tables then fit in its memory)."""
+    engine = settings.index.josie_update_engine
+    if engine == "auto":
+        return int(state["n_lists"]) <= settings.index.josie_driver_max_lists
+    return engine == "arrow"
+
+
 def update(spark: SparkSession, store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> dict[str, Any]:
-    """Apply `batch` to an existing index; commits tokens, sets, postings, changes, then state."""
+    """Apply `batch` to an existing index with Spark; commits tokens, sets, postings, changes, then
+    state."""
     from pyspark.sql import functions as F  # noqa: N812
 
     txn = (APP_ID, batch.batch_id)
@@ -156,30 +169,12 @@ def update(spark: SparkSession, store: LakeStore, batch: ChangeBatch, *, n_bucke
                             .select(F.lit(CHANGE_SET).alias("kind"), F.col("set_id").alias("key")))
                .withColumn("index_version", F.lit(version)).withColumn("base_version", F.lit(version - 1)))
     try:
-        store.overwrite(JOSIE_TOKENS, conform(tokens_new, JOSIE_TOKENS), txn=txn)
-        store.overwrite(JOSIE_SETS, conform(sets_new, JOSIE_SETS), txn=txn)
-        store.overwrite(JOSIE_POSTINGS, conform(postings_new, JOSIE_POSTINGS), txn=txn)
-        store.append(JOSIE_CHANGES, conform(changes, JOSIE_CHANGES), txn=txn)
-        n_lists, n_dirty, max_token_id = dirty_counts(store)
-        new_state = {**state, "index_version": version, "n_lists": n_lists, "n_dirty_lists": n_dirty,
-                     "dirty_share": (n_dirty / n_lists) if n_lists else 0.0, "next_set_id": next_set_id,
-                     "next_token_id": max(int(state["next_token_id"]), max_token_id + 1)}
-        store.overwrite(JOSIE_STATE, state_table(new_state), txn=txn)
-        counts = _change_counts(store, version)
+        return commit_update(store, txn, tokens=tokens_new, sets=sets_new, postings=postings_new, changes=changes,
+                             state=state, version=version, next_set_id=next_set_id)
     finally:
         for df in persisted:
             df.unpersist()
         spark.catalog.clearCache()
-    return {"mode": "update", **new_state, **counts}
-
-
-def _change_counts(store: LakeStore, version: int) -> dict[str, int]:
-    import pyarrow.compute as pc
-
-    log_rows = store.read_arrow(JOSIE_CHANGES, columns=["index_version", "kind"])
-    kinds = log_rows.filter(pc.equal(log_rows["index_version"], version))["kind"]
-    return {"n_lists_rewritten": int(pc.sum(pc.equal(kinds, CHANGE_TOKEN)).as_py() or 0),
-            "n_affected_sets": int(pc.sum(pc.equal(kinds, CHANGE_SET)).as_py() or 0)}
 
 
 def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str, Any]:
@@ -193,7 +188,10 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str
         if batch.empty:
             state = read_state(store)
             return {"mode": "empty", **state, "rebuild_due": rebuild_due(state, settings)}
-        result = update(spark, store, batch, n_buckets=settings.index.cells_buckets)
+        if use_driver(read_state(store), settings):
+            result = update_josie_arrow.update(store, batch, n_buckets=settings.index.cells_buckets)
+        else:
+            result = update(spark, store, batch, n_buckets=settings.index.cells_buckets)
     else:
         result = josie_index.build(spark, store, txn=(APP_ID, batch.batch_id), last_batch=batch.batch_id)
     result["rebuild_due"] = rebuild_due(result, settings)

@@ -87,16 +87,27 @@ class KeyInfo:
 
 
 def as_dict(obj: Any) -> Any:
-    """A result (or list of results) as JSON-ready data. A shallow walk into our own result types
-    and lists only, not `dataclasses.asdict` (which deep-copies every value and dominated an HTTP
-    lookup's cost); the JSON values read from the catalog are already plain data."""
+    """A result (or list of results) as JSON-ready data. A shallow walk into dataclasses and lists
+    only, not `dataclasses.asdict` (which deep-copies every value and dominated an HTTP lookup's
+    cost); the JSON values read from the catalog are already plain data."""
     kind = type(obj)
     if kind is list:
         return [as_dict(o) for o in obj]
-    if kind in _RESULT_TYPES:
-        return {name: as_dict(value) if type(value) is list or type(value) in _RESULT_TYPES else value
-                for name, value in vars(obj).items()}
-    return obj
+    names = _field_names(kind)
+    if names is None:
+        return obj
+    return {name: as_dict(value) if type(value) is list or _field_names(type(value)) is not None else value
+            for name, value in zip(names, map(obj.__getattribute__, names), strict=True)}
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+
+
+def _field_names(kind: type) -> tuple[str, ...] | None:
+    """The field names of a dataclass type, None for any other type (cached per type)."""
+    if kind not in _FIELD_NAMES:
+        _FIELD_NAMES[kind] = tuple(f.name for f in dataclasses.fields(kind)) if dataclasses.is_dataclass(kind) else None
+    return _FIELD_NAMES[kind]
 
 
 # The statements are built once: each lookup binds its parameters to a statement whose compiled
@@ -282,5 +293,3 @@ def unionable(catalog: Catalog, table_id: str, k: int = 10, *, offset: int = 0) 
     return [UnionableInfo(**{**r._asdict(), "alignment": [_aligned_column(a) for a in r.alignment]})
             for r in rows]
 
-
-_RESULT_TYPES = frozenset({TableInfo, ColumnInfo, ProfileInfo, KeyInfo, JoinableInfo, AlignedColumn, UnionableInfo})

@@ -13,7 +13,11 @@ Follows the clean-room spec of our digest (research/josie.md §9, 0-based positi
   clamped at a floor, and the prefix-shrink benefit counts only unread, distinct lists (§8.6).
 While fewer than k sets are known, candidates are read at once, best estimate first (Algorithm 1:
 kth is 0 and prunes nothing). Afterwards read decisions are taken at batch boundaries (λ distinct
-lists, default 20), as in the released code (§3.11). Tie handling: see `results.TopK`.
+lists, default 20), as in the released code (§3.11), except that a decision that reads no set
+doubles the distance to the next one (up to 16 batches; back to one batch after a read). Big
+queries over a skewed lake read thousands of short lists with nothing worth a set read, and a
+decision every 20 lists there cost more than the lists; when decisions happen changes only the
+cost, never the answer, which stays exact. Tie handling: see `results.TopK`.
 
 Candidate state lives in numpy arrays indexed by set id, and the lists between two decision points
 are merged in one vectorised step: while the heap is full nothing changes the k-th overlap between
@@ -32,6 +36,7 @@ from catalog.search.query_plan import ListReader, PackedLists, QueryPlan, count_
 from catalog.search.results import SearchStats, TopK
 
 _UNSEEN, _PENDING, _DONE = 0, 1, 2
+_MAX_BACKOFF = 16  # decisions that read nothing stretch the next interval up to this many batches
 
 
 class _Candidates:
@@ -107,11 +112,12 @@ def josie_top_k(reader: IndexReader, plan: QueryPlan, k: int, *, costs: CostMode
     list_cost_upto = np.cumsum(per_pos)
     cand = _Candidates(ignore)
     since_decision = 0
+    interval = batch_size  # lists between decisions: backs off while decisions read nothing
     budget = estimation_budget
     lists = ListReader(reader, plan, stats, block=batch_size)
     start = 0
     while start < n_runs:
-        stop = min(n_runs, start + (max(1, batch_size - since_decision) if top.full else 1))
+        stop = min(n_runs, start + (max(1, interval - since_decision) if top.full else 1))
         # A set first met in a run can reach n − i + s, which falls run by run: discovery is a prefix.
         n_discover = int(np.count_nonzero(~_below(n - run_i[start:stop] + run_s[start:stop], top.kth, exact_ties)))
         if n_discover == 0 and cand.count == 0:
@@ -132,9 +138,10 @@ def josie_top_k(reader: IndexReader, plan: QueryPlan, k: int, *, costs: CostMode
             # candidates are read (best estimate first) until the heap is full; a high kth early is
             # what lets the prefix and position filters cut the remaining lists and candidates.
             _fill_heap(reader, cand, top, q_ids, n, i, stats)
-        if since_decision < batch_size or not cand.count or (cand.count < k and not top.full):
+        if since_decision < interval or not cand.count or (cand.count < k and not top.full):
             continue
         since_decision = 0
+        interval = min(_MAX_BACKOFF * batch_size, 2 * interval)  # until a decision reads a set
         next_end = int(run_i[min(last + batch_size, n_runs - 1)])
         cost_batch = float(list_cost_upto[next_end] - list_cost_upto[i])
         use_benefits = budget > 0
@@ -166,6 +173,7 @@ def josie_top_k(reader: IndexReader, plan: QueryPlan, k: int, *, costs: CostMode
             stats.n_sets_read += 1
             stats.n_set_tokens_read += len(suffix)
             top.push(x, partial + count_matches(q_ids, suffix))
+            interval = batch_size
     # Either every list was read (pending counts are exact) or nothing is pending.
     ids = cand.pending()
     for x, partial in zip(ids.tolist(), cand.partial[ids].tolist(), strict=True):

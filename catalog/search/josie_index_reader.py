@@ -323,6 +323,17 @@ class _Prepared:
     def all(self, params: dict[str, Any]) -> list[Any]:
         return self._run(params).fetchall()
 
+    def all_in(self, values: Sequence[Any]) -> list[Any]:
+        """`all` for an `_in_statements` statement, its parameters p0 … pN given in order: passed
+        straight through when the driver binds by position (SQLite), skipping a dict of N entries."""
+        if self.order is not None and self.order == [f"p{i}" for i in range(len(values))]:
+            if self._cursor is None:
+                self._run({k: v for k, v in zip(self.order, values, strict=True)})
+                return self._cursor.fetchall()
+            self._cursor.execute(self.sql, tuple(values))
+            return self._cursor.fetchall()
+        return self.all({f"p{i}": v for i, v in enumerate(values)})
+
 
 _BLOCKS = (1, 4, 20, 64, 256)  # fixed IN-list sizes of batched reads (padded); 20 = JOSIE's batch of lists
 
@@ -333,14 +344,16 @@ def _in_statements(conn: Connection, columns: Sequence[Any], key: Any) -> dict[i
             for b in _BLOCKS}
 
 
-def _run_in_blocks(statements: dict[int, _Prepared], values: Sequence[Any], pad: Any) -> Iterator[Any]:
+def _run_in_blocks(statements: dict[int, _Prepared], values: Sequence[Any], pad: Any) -> list[Any]:
     """Rows for all `values`, one round trip per block of up to 256 (the last block padded)."""
+    rows: list[Any] = []
     i = 0
     while i < len(values):
         size = next((b for b in _BLOCKS if b >= len(values) - i), _BLOCKS[-1])
-        chunk = values[i:i + size]
-        yield from statements[size].all({f"p{n}": (chunk[n] if n < len(chunk) else pad) for n in range(size)})
+        chunk = list(values[i:i + size])
+        rows.extend(statements[size].all_in(chunk + [pad] * (size - len(chunk))))
         i += size
+    return rows
 
 
 class TokenDictionary:
@@ -456,7 +469,7 @@ class DbIndexReader:
 
     def read_lists_packed(self, token_ids: Sequence[int]) -> PackedLists:
         ids = [int(t) for t in token_ids]
-        rows = list(_run_in_blocks(self._read_lists, ids, -1))
+        rows = _run_in_blocks(self._read_lists, ids, -1)
         rows.sort(key=_FIRST_ITEM)
         if [r[0] for r in rows] != sorted(ids) or ids != sorted(ids):  # absent lists or another order
             found = {int(r[0]): r for r in rows}

@@ -327,9 +327,8 @@ class _Prepared:
         """`all` for an `_in_statements` statement, its parameters p0 … pN given in order: passed
         straight through when the driver binds by position (SQLite), skipping a dict of N entries."""
         if self.order is not None and self.order == [f"p{i}" for i in range(len(values))]:
-            if self._cursor is None:
-                self._run({k: v for k, v in zip(self.order, values, strict=True)})
-                return self._cursor.fetchall()
+            if self._cursor is None:  # the first read opens the cursor
+                return self._run(dict(zip(self.order, values, strict=True))).fetchall()
             self._cursor.execute(self.sql, tuple(values))
             return self._cursor.fetchall()
         return self.all({f"p{i}": v for i, v in enumerate(values)})

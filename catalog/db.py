@@ -96,9 +96,9 @@ def upgrade_schema(engine: Engine) -> None:
         _ready.add(key)
 
 
-def open_catalog(url: str, **kwargs: Any) -> Engine:
+def open_catalog(url: str) -> Engine:
     """An engine on an up-to-date catalog: the one call entry points make before touching it."""
-    engine = make_engine(url, **kwargs)
+    engine = make_engine(url)
     upgrade_schema(engine)
     return engine
 

@@ -2,8 +2,7 @@
 
 Every function takes a SQLAlchemy `Session`, `Connection` or `Engine` and returns plain
 dataclasses, so the CLI (`--json`), the HTTP API and the Airflow plugin serialise the very same
-objects. Unknown ids raise
-`UnknownIdError`.
+objects. Unknown ids raise `UnknownIdError`.
 
 Each answer is read with ONE SELECT (the subject outer-joined with its rows), so it comes from one
 snapshot of the catalog on SQLite (WAL) and PostgreSQL (READ COMMITTED) alike: a lookup running
@@ -120,9 +119,15 @@ _KEYS = cast(Table, TableKey.__table__)
 _JOINABLE = cast(Table, JoinableColumn.__table__)
 _UNIONABLE = cast(Table, UnionableTable.__table__)
 
-_TABLE_FIELDS = (_TABLES.c.table_id, _TABLES.c.name, _TABLES.c.title, _TABLES.c.source_name, _TABLES.c.format,
-                 _TABLES.c.n_rows, _TABLES.c.n_columns, _TABLES.c.content_sha256, _TABLES.c.source_updated_at,
-                 _TABLES.c.batch_id, _TABLES.c.index_version, _TABLES.c.published_at)
+
+
+def _answer_columns(table: Table, answer: type, renamed: dict[str, str]) -> list[Any]:
+    """The `answer` dataclass's fields in order as columns of `table`, each labelled with its field
+    name (a field reads the column of the same name, or the one `renamed` gives)."""
+    return [table.c[renamed.get(f.name, f.name)].label(f.name) for f in dataclasses.fields(answer)]
+
+
+_TABLE_FIELDS = _answer_columns(_TABLES, TableInfo, {"source": "source_name"})
 _TABLE = select(*_TABLE_FIELDS).where(_TABLES.c.table_id == bindparam("ident"))
 _TABLE_LIST = select(*_TABLE_FIELDS).order_by(_TABLES.c.table_id).limit(bindparam("limit")).offset(bindparam("offset"))
 _TABLE_LIST_OF_SOURCE = _TABLE_LIST.where(_TABLES.c.source_name == bindparam("source"))
@@ -142,18 +147,13 @@ _KEY_LIST = (select(*_KEYS.c)
 def _rows(catalog: Catalog, statement: Executable, **params: Any) -> Sequence[Row[Any]]:
     if isinstance(catalog, Engine):
         with catalog.connect() as connection:
-            return connection.execute(statement, params).all()
+            return _rows(connection, statement, **params)
     connection = catalog.connection() if isinstance(catalog, Session) else catalog
     return connection.execute(statement, params).all()
 
 
 def _table_info(r: Row[Any]) -> TableInfo:
-    return TableInfo(
-        table_id=r.table_id, name=r.name, title=r.title, source=r.source_name, format=r.format,
-        n_rows=r.n_rows, n_columns=r.n_columns, content_sha256=r.content_sha256,
-        source_updated_at=r.source_updated_at, batch_id=r.batch_id, index_version=r.index_version,
-        published_at=r.published_at.isoformat(),
-    )
+    return TableInfo(**{**r._asdict(), "published_at": r.published_at.isoformat()})
 
 
 def table(catalog: Catalog, table_id: str) -> TableInfo:
@@ -252,10 +252,8 @@ def _check_page(k: int, offset: int) -> None:
 def _ranked_list(subject: Table, key: str, relation: Table, answer: type, renamed: dict[str, str]) -> Select[Any]:
     """Ranks lo+1 .. hi of a subject's precomputed list: the subject outer-joined with that range
     of its rows, so an unknown id (no row at all) is told apart from an empty list (one row of
-    NULLs). The columns are the `answer` dataclass's fields in order (a field reads the column of
-    the same name, or the one `renamed` gives), so a row builds its answer positionally."""
-    fields = [relation.c[renamed.get(f.name, f.name)].label(f.name) for f in dataclasses.fields(answer)]
-    return (select(*fields)
+    NULLs). The columns are the `answer`'s fields in order, so a row builds its answer positionally."""
+    return (select(*_answer_columns(relation, answer, renamed))
             .select_from(subject.outerjoin(relation, and_(relation.c[key] == subject.c[key],
                                                           relation.c.rank > bindparam("lo"),
                                                           relation.c.rank <= bindparam("hi"))))

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
+import signal
 import socket
-from typing import Any
+from collections.abc import Sequence
+from multiprocessing.process import BaseProcess
 
 from catalog.errors import UserError
 from catalog.settings import Settings
@@ -59,9 +61,7 @@ def serve(settings: Settings, host: str, port: int, *, workers: int = 1) -> None
     _supervise(processes)
 
 
-def _supervise(processes: list[Any]) -> None:
-    import signal
-
+def _supervise(processes: Sequence[BaseProcess]) -> None:
     def stop(*_args: object) -> None:
         raise KeyboardInterrupt
 

@@ -306,14 +306,17 @@ class _Prepared:
         compiled = stmt.compile(dialect=conn.dialect)
         self.sql = str(compiled)
         self.order = list(compiled.positiontup or []) if compiled.positional else None
+        self._in_order = self.order is not None and self.order == [f"p{i}" for i in range(len(self.order))]
         self.conn = conn
         self._cursor: Any = None
 
     def _run(self, params: dict[str, Any]) -> Any:
+        return self._execute(tuple(params[k] for k in self.order) if self.order is not None else params)
+
+    def _execute(self, args: Any) -> Any:
         if self._cursor is None:
             self.conn.execute(select(1))  # begin the connection's transaction the SQLAlchemy way
             self._cursor = self.conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-        args = tuple(params[k] for k in self.order) if self.order is not None else params
         self._cursor.execute(self.sql, args)
         return self._cursor
 
@@ -325,12 +328,10 @@ class _Prepared:
 
     def all_in(self, values: Sequence[Any]) -> list[Any]:
         """`all` for an `_in_statements` statement, its parameters p0 … pN given in order: passed
-        straight through when the driver binds by position (SQLite), skipping a dict of N entries."""
-        if self.order is not None and self.order == [f"p{i}" for i in range(len(values))]:
-            if self._cursor is None:  # the first read opens the cursor
-                return self._run(dict(zip(self.order, values, strict=True))).fetchall()
-            self._cursor.execute(self.sql, tuple(values))
-            return self._cursor.fetchall()
+        straight through when the driver binds them by position in that order (SQLite), skipping a
+        dict of N entries."""
+        if self._in_order:
+            return self._execute(tuple(values)).fetchall()
         return self.all({f"p{i}": v for i, v in enumerate(values)})
 
 

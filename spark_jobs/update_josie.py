@@ -182,13 +182,12 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str
     store = LakeStore(settings.lake, spark)
     if josie_index.index_exists(store):
         done = store.committed_version(JOSIE_STATE, APP_ID)
+        state = read_state(store)
         if done is not None and done >= batch.batch_id:
-            state = read_state(store)
             return {"mode": "skipped", **state, "rebuild_due": rebuild_due(state, settings)}
         if batch.empty:
-            state = read_state(store)
             return {"mode": "empty", **state, "rebuild_due": rebuild_due(state, settings)}
-        if use_driver(read_state(store), settings):
+        if use_driver(state, settings):
             result = update_josie_arrow.update(store, batch, n_buckets=settings.index.cells_buckets)
         else:
             result = update(spark, store, batch, n_buckets=settings.index.cells_buckets)

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from catalog.identity import table_bucket
 from spark_jobs.change_batch import ChangeBatch
-from spark_jobs.josie_index import APP_ID, COLUMN_TOKENS, commit_update, input_version, read_state
+from spark_jobs.josie_index import APP_ID, COLUMN_TOKENS, commit_update, conform_any, input_version, read_state
 from spark_jobs.josie_tables import (
     CHANGE_SET,
     CHANGE_TOKEN,
@@ -48,7 +48,7 @@ def update(store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> dict[str,
     txn = (APP_ID, batch.batch_id)
     versions = {n: input_version(store, n, *txn) for n in (JOSIE_TOKENS, JOSIE_SETS, JOSIE_POSTINGS, JOSIE_STATE)}
     state = read_state(store, versions[JOSIE_STATE])
-    old_sets = store.read_arrow(JOSIE_SETS, version=versions[JOSIE_SETS]).select(SETS_SCHEMA.names).cast(SETS_SCHEMA)
+    old_sets = conform_any(store.read_arrow(JOSIE_SETS, version=versions[JOSIE_SETS]), JOSIE_SETS)
     touched = pc.fill_null(pc.is_in(old_sets["table_id"], pa.array(list(batch.touched), pa.string())), False)
     aff_old = old_sets.filter(touched)
     aff_ids = aff_old["set_id"].to_numpy()
@@ -60,8 +60,7 @@ def update(store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> dict[str,
                                               .to_numpy(zero_copy_only=False)]
 
     # Token ids: known tokens keep theirs; new ones go to the end of the order, (batch frequency, token).
-    old_tokens = store.read_arrow(JOSIE_TOKENS, version=versions[JOSIE_TOKENS]).select(TOKENS_SCHEMA.names).cast(
-        TOKENS_SCHEMA)
+    old_tokens = conform_any(store.read_arrow(JOSIE_TOKENS, version=versions[JOSIE_TOKENS]), JOSIE_TOKENS)
     pair_tokens, fresh = _token_ids(new_ct["token"], old_tokens, int(state["next_token_id"]))
 
     new_sid, new_tok, new_pos, new_size = _integer_sets(pair_sets, pair_tokens)
@@ -72,8 +71,7 @@ def update(store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> dict[str,
     dirty = np.unique(np.setxor1d(old_keys, new_keys) & ((1 << _KEY_SHIFT) - 1))  # membership changed
     rewrite = np.union1d(old_tok, new_tok)  # lists with an entry of an affected set, before or after
 
-    old_post = (store.read_arrow(JOSIE_POSTINGS, version=versions[JOSIE_POSTINGS])
-                .select(POSTINGS_SCHEMA.names).cast(POSTINGS_SCHEMA))
+    old_post = conform_any(store.read_arrow(JOSIE_POSTINGS, version=versions[JOSIE_POSTINGS]), JOSIE_POSTINGS)
     in_rewrite = pc.is_in(old_post["token_id"], pa.array(rewrite, pa.int64()))
     lists_upd = _rebuilt_lists(old_post.filter(in_rewrite), aff_ids, (new_tok, new_sid, new_pos, new_size))
     postings_new = pa.concat_tables([old_post.filter(pc.invert(in_rewrite)), lists_upd])
@@ -83,9 +81,10 @@ def update(store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> dict[str,
                                  _sets_table(new_sid, new_tok, col_map)])
     version = int(state["index_version"]) + 1
     changed_sets = np.union1d(aff_ids, np.asarray(col_map["set_id"], dtype=np.int64))
+    n_changes = len(rewrite) + len(changed_sets)
     changes = pa.table({
-        "index_version": pa.array([version] * (len(rewrite) + len(changed_sets)), pa.int64()),
-        "base_version": pa.array([version - 1] * (len(rewrite) + len(changed_sets)), pa.int64()),
+        "index_version": pa.array([version] * n_changes, pa.int64()),
+        "base_version": pa.array([version - 1] * n_changes, pa.int64()),
         "kind": pa.array([CHANGE_TOKEN] * len(rewrite) + [CHANGE_SET] * len(changed_sets), pa.string()),
         "key": pa.array(np.concatenate([rewrite, changed_sets]), pa.int64()),
     }, schema=CHANGES_SCHEMA)
@@ -134,12 +133,19 @@ def _token_ids(tokens: pa.ChunkedArray, old_tokens: pa.Table, next_token_id: int
     return ids, fresh
 
 
+def _run_starts(keys: np.ndarray) -> np.ndarray:
+    """Where each run of equal values of the sorted array `keys` starts."""
+    if not len(keys):
+        return np.empty(0, np.int64)
+    return np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+
+
 def _integer_sets(set_ids: np.ndarray, token_ids: np.ndarray) -> tuple[np.ndarray, ...]:
     """Pairs sorted by (set id, token id) with each token's 0-based position in its set and the
     set's size: (set_id, token_id, position, size), one entry per pair."""
     order = np.lexsort((token_ids, set_ids))
     sid, tok = set_ids[order].astype(np.int64), token_ids[order].astype(np.int64)
-    starts = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]]) if len(sid) else np.empty(0, np.int64)
+    starts = _run_starts(sid)
     sizes = np.diff(np.r_[starts, len(sid)])
     pos = np.arange(len(sid)) - np.repeat(starts, sizes)
     return sid, tok, pos, np.repeat(sizes, sizes)
@@ -159,7 +165,7 @@ def _rebuilt_lists(rewritten: pa.Table, aff_ids: np.ndarray, new_entries: tuple[
     pos, size = np.r_[pos[keep], new_pos], np.r_[size[keep], new_size]
     order = np.lexsort((sid, tok))
     tok, sid, pos, size = tok[order], sid[order], pos[order], size[order]
-    starts = np.flatnonzero(np.r_[True, tok[1:] != tok[:-1]]) if len(tok) else np.empty(0, np.int64)
+    starts = _run_starts(tok)
     offsets = pa.array(np.r_[starts, len(tok)], pa.int32())
     return pa.table({
         "token_id": pa.array(tok[starts], pa.int64()),
@@ -189,7 +195,7 @@ def _dictionary(old_tokens: pa.Table, fresh: pa.Table, lists_upd: pa.Table, dirt
 
 def _sets_table(sid: np.ndarray, tok: np.ndarray, col_map: pa.Table) -> pa.Table:
     """The affected sets' new rows (sid/tok sorted by set id, then token id)."""
-    starts = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]]) if len(sid) else np.empty(0, np.int64)
+    starts = _run_starts(sid)
     set_ids = sid[starts]
     at = pc.index_in(pa.array(set_ids, pa.int64()), value_set=col_map["set_id"])
     return pa.table({

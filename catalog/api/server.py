@@ -77,3 +77,7 @@ def _supervise(processes: Sequence[BaseProcess]) -> None:
                 process.terminate()
         for process in processes:
             process.join(timeout=10)
+            if process.is_alive():
+                log.warning("worker ignored SIGTERM; killing it", extra={"pid": process.pid})
+                process.kill()
+                process.join()

@@ -28,6 +28,8 @@ is not full, sets are read after every list, so lists are merged one at a time.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from catalog.search.cost_model import DEFAULT_COSTS, CostModel
@@ -41,31 +43,58 @@ _MAX_BACKOFF = 16  # decisions that read nothing stretch the next interval up to
 
 class _Candidates:
     """Candidates in arrays indexed by set id: status, partial overlap, i0 (query position of the first
-    match), j0 (set position of the first match), j (set position of the latest match), set size."""
+    match), j0 (set position of the first match), j (set position of the latest match), set size.
+
+    The arrays span every set id, so a big query touches most of their pages; fresh zeroed arrays
+    would page-fault on each of those (about 5 ms for 100,000 sets, a fifth of a large search).
+    Each thread therefore keeps one set of arrays: `release` zeroes the entries this search wrote and
+    hands them back. A search that raises never releases, so the next one just allocates anew.
+    """
+
+    _FIELDS = ("status", "partial", "i0", "j0", "j", "size")
+    _pool = threading.local()
 
     def __init__(self, ignore: frozenset[int]) -> None:
+        arrays = getattr(self._pool, "arrays", None)
+        self._pool.arrays = None
         cap = max(1024, 2 * (max(ignore) + 1) if ignore else 0)
-        self.status = np.zeros(cap, dtype=np.int8)
-        self.partial = np.zeros(cap, dtype=np.int64)
-        self.i0 = np.zeros(cap, dtype=np.int64)
-        self.j0 = np.zeros(cap, dtype=np.int64)
-        self.j = np.zeros(cap, dtype=np.int64)
-        self.size = np.zeros(cap, dtype=np.int64)
+        if arrays is None:
+            arrays = (np.zeros(cap, dtype=np.int8), *(np.zeros(cap, dtype=np.int64) for _ in range(5)))
+        self.status, self.partial, self.i0, self.j0, self.j, self.size = arrays
+        self.fit(cap - 1)
         self.order = np.empty(0, dtype=np.int64)  # pending set ids in creation order (done ones dropped lazily)
+        self.created: list[np.ndarray] = []  # every id written to, for `release`
         self.count = 0  # pending candidates
         if ignore:
-            self.status[np.fromiter(ignore, dtype=np.int64, count=len(ignore))] = _DONE
+            ignored = np.fromiter(ignore, dtype=np.int64, count=len(ignore))
+            self.status[ignored] = _DONE
+            self.created.append(ignored)
 
     def fit(self, max_id: int) -> None:
         cap = len(self.status)
         if max_id < cap:
             return
         new = max(2 * cap, max_id + 1)
-        for name in ("status", "partial", "i0", "j0", "j", "size"):
+        for name in self._FIELDS:
             old = getattr(self, name)
             grown = np.zeros(new, dtype=old.dtype)
             grown[:cap] = old
             setattr(self, name, grown)
+
+    def create(self, ids: np.ndarray) -> None:
+        """`ids` (new, in creation order) become pending; the caller has set their i0, j0 and size."""
+        self.status[ids] = _PENDING
+        self.order = np.concatenate((self.order, ids))
+        self.created.append(ids)
+        self.count += len(ids)
+
+    def release(self) -> None:
+        """Zero what this search wrote and return the arrays to the thread's pool."""
+        if self.created:
+            touched = np.concatenate(self.created)
+            for name in self._FIELDS:
+                getattr(self, name)[touched] = 0
+        self._pool.arrays = tuple(getattr(self, name) for name in self._FIELDS)
 
     def pending(self) -> np.ndarray:
         """Pending set ids in creation order."""
@@ -178,6 +207,7 @@ def josie_top_k(reader: IndexReader, plan: QueryPlan, k: int, *, costs: CostMode
     ids = cand.pending()
     for x, partial in zip(ids.tolist(), cand.partial[ids].tolist(), strict=True):
         top.push(x, partial)
+    cand.release()
     return top
 
 
@@ -185,38 +215,42 @@ def _merge(cand: _Candidates, seg: PackedLists, start: int, n_discover: int, run
            run_s: np.ndarray, stats: SearchStats) -> None:
     """Apply the lists of runs start, start+1, … (concatenated in `seg`) to the candidates: pending
     ones gain r per list they are in and move their latest position; an unseen set becomes a
-    candidate in the first run it appears in if that is one of the first `n_discover` runs."""
-    if len(seg.set_ids) == 0:
+    candidate in the first run it appears in if that is one of the first `n_discover` runs.
+
+    Runs hold each set at most once, so a set's first entry in the segment is its first run; the
+    discovery runs are a prefix of the segment, so creation looks at that prefix only, and the
+    sets it creates are then applied with the pending ones (their first entry included)."""
+    n_entries = len(seg.set_ids)
+    if n_entries == 0:
         return
     sid = seg.set_ids.astype(np.int64)
     cand.fit(int(sid.max()))
-    local = np.repeat(np.arange(len(seg.offsets) - 1), np.diff(seg.offsets))  # run of each entry, from start
-    status = cand.status[sid]
-    apply = status == _PENDING
+    offsets = seg.offsets
     if n_discover:
-        new = status == _UNSEEN
-        if new.any():
-            new_ids = sid[new]
-            uniq, first, inverse = np.unique(new_ids, return_index=True, return_inverse=True)
-            first_run = local[new][first]
-            make = first_run < n_discover
-            if make.any():
-                made, made_first = uniq[make], first[make]
-                at = start + first_run[make]
-                pos = seg.positions[new][made_first].astype(np.int64)
-                cand.i0[made] = run_i[at] - run_s[at]
-                cand.j0[made] = pos - run_s[at]
-                cand.size[made] = seg.sizes[new][made_first]
-                cand.status[made] = _PENDING
-                created = made[np.lexsort((made, first_run[make]))]  # creation order: run, then set id
-                cand.order = np.concatenate((cand.order, created))
-                cand.count += len(created)
-                stats.n_candidates += len(created)
-                apply[np.flatnonzero(new)[make[inverse]]] = True
-    if apply.any():
-        ids = sid[apply]
-        np.add.at(cand.partial, ids, run_s[start + local[apply]] + 1)
-        np.maximum.at(cand.j, ids, seg.positions[apply].astype(np.int64))  # positions grow along the runs
+        head = sid[:offsets[n_discover]]
+        new = np.flatnonzero(cand.status[head] == _UNSEEN)
+        if len(new):
+            made, first = np.unique(head[new], return_index=True)
+            at = new[first]  # entry of each new set's first occurrence
+            run = np.searchsorted(offsets, at, side="right") - 1  # its run, from start
+            s = run_s[start + run]
+            cand.i0[made] = run_i[start + run] - s
+            cand.j0[made] = seg.positions[at] - s
+            cand.size[made] = seg.sizes[at]
+            cand.create(made[np.lexsort((made, run))])  # creation order: run, then set id
+            stats.n_candidates += len(made)
+    apply = np.flatnonzero(cand.status[sid] == _PENDING)
+    if len(apply) == 0:
+        return
+    ids = sid[apply]
+    skipped = run_s[start:start + len(offsets) - 1]
+    if skipped.any():
+        gain = skipped[np.searchsorted(offsets, apply, side="right") - 1] + 1
+        np.add.at(cand.partial, ids, gain)
+    else:  # no duplicate runs here: every list credits 1
+        np.add.at(cand.partial, ids, 1)
+    # int64 like cand.j: ufunc.at is an order of magnitude slower when it has to cast
+    np.maximum.at(cand.j, ids, seg.positions[apply].astype(np.int64))
 
 
 def _fill_heap(reader: IndexReader, cand: _Candidates, top: TopK, q_ids: np.ndarray, n: int, i: int,

@@ -22,6 +22,7 @@ Positions are 0-based everywhere (digest §8.1).
 
 from __future__ import annotations
 
+import itertools
 import operator
 import random
 import threading
@@ -111,8 +112,9 @@ class IndexReader(Protocol):
         """Several posting lists in one read (a batch of λ lists is one round trip)."""
         ...
 
-    def read_lists_packed(self, token_ids: Sequence[int]) -> PackedLists:
-        """The lists of `token_ids` concatenated in that order (one round trip per block)."""
+    def read_lists_packed(self, token_ids: list[int]) -> PackedLists:
+        """The lists of `token_ids` (Python ints, ascending in the hot path) concatenated in that
+        order (one round trip per block)."""
         ...
 
     def read_set_suffix(self, set_id: int, start: int) -> np.ndarray:
@@ -165,7 +167,7 @@ class InMemoryIndex:
     def read_lists(self, token_ids: Sequence[int]) -> list[PostingList]:
         return [self.lists[t] for t in token_ids]
 
-    def read_lists_packed(self, token_ids: Sequence[int]) -> PackedLists:
+    def read_lists_packed(self, token_ids: list[int]) -> PackedLists:
         return pack_lists([self.lists[t] for t in token_ids])
 
     def read_set_suffix(self, set_id: int, start: int) -> np.ndarray:
@@ -374,9 +376,10 @@ class TokenDictionary:
             self.group_ids[at] = np.fromiter(groups, dtype=np.int64, count=len(ids))
 
     def lookup(self, tokens: Iterable[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        get = self.ids.get
-        found = [i for i in map(get, set(tokens)) if i is not None]
-        ids = np.sort(np.fromiter(found, dtype=np.int64, count=len(found)))
+        distinct = tokens if isinstance(tokens, set | frozenset) else set(tokens)
+        # -1 marks a token the lake does not have; no intermediate list of boxed ids
+        ids = np.fromiter(map(self.ids.get, distinct, itertools.repeat(-1)), dtype=np.int64, count=len(distinct))
+        ids = np.sort(ids[ids >= 0])
         return ids, self.frequencies[ids], self.group_ids[ids]
 
 
@@ -467,11 +470,11 @@ class DbIndexReader:
                  for tid, sids, poss, sizes in _run_in_blocks(self._read_lists, ids, -1)}
         return [found.get(t, _EMPTY_LIST) for t in ids]
 
-    def read_lists_packed(self, token_ids: Sequence[int]) -> PackedLists:
-        ids = [int(t) for t in token_ids]
+    def read_lists_packed(self, token_ids: list[int]) -> PackedLists:
+        ids = token_ids
         rows = _run_in_blocks(self._read_lists, ids, -1)
         rows.sort(key=_FIRST_ITEM)
-        if [r[0] for r in rows] != sorted(ids) or ids != sorted(ids):  # absent lists or another order
+        if len(rows) != len(ids) or list(map(_FIRST_ITEM, rows)) != ids:  # absent lists, or ids not ascending
             found = {int(r[0]): r for r in rows}
             rows = [found.get(t) or (t, b"", b"", b"") for t in ids]
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
@@ -480,7 +483,7 @@ class DbIndexReader:
         _, sids, poss, sizes = zip(*rows, strict=True)
         if not isinstance(sids[0], bytes | memoryview):
             sids, poss, sizes = ([_bytes(b) for b in col] for col in (sids, poss, sizes))
-        np.cumsum([len(b) for b in sids], out=offsets[1:])
+        np.cumsum(np.fromiter(map(len, sids), dtype=np.int64, count=len(sids)), out=offsets[1:])
         offsets //= 4
         return PackedLists(np.frombuffer(b"".join(sids), dtype="<i4"), np.frombuffer(b"".join(poss), dtype="<i4"),
                            np.frombuffer(b"".join(sizes), dtype="<i4"), offsets)

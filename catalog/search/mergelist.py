@@ -18,7 +18,7 @@ def mergelist_overlaps(reader: IndexReader, plan: QueryPlan, *, ignore: frozense
     """{set_id: overlap} of every set sharing a token with the query (ignored sets left out)."""
     stats = stats if stats is not None else SearchStats()
     runs = plan.runs()
-    packed = reader.read_lists_packed([int(plan.token_ids[i]) for i, _s in runs])
+    packed = reader.read_lists_packed(plan.list_token_ids().tolist())
     stats.n_lists_read += len(runs)
     stats.n_lists_fetched += len(runs)
     if len(packed.set_ids) == 0:

@@ -29,6 +29,10 @@ class QueryPlan:
     def n(self) -> int:
         return len(self.frequencies)
 
+    def list_token_ids(self) -> np.ndarray:
+        """Per run, the token whose posting list is read: the run's last."""
+        return self.token_ids[np.asarray(self.run_ends, dtype=np.int64)]
+
     def runs(self) -> list[tuple[int, int]]:
         """(i, skipped) per run: i is the run's last position, skipped = run length − 1."""
         return list(zip(self.run_ends, self.skipped, strict=True))
@@ -79,6 +83,7 @@ class ListReader:
     def __init__(self, reader: IndexReader, plan: QueryPlan, stats: SearchStats, *, block: int = 20) -> None:
         self.reader, self.plan, self.stats, self.block = reader, plan, stats, max(1, block)
         self.ends = plan.run_ends
+        self._list_ids = plan.list_token_ids()
         self._first = 0  # run index of the chunk's first list
         self._chunk: PackedLists | None = None
 
@@ -87,8 +92,7 @@ class ListReader:
         # that ends early fetched at most about twice what it read, a long one makes few round trips.
         ahead = min(_MAX_AHEAD, max(self.block, self.stats.n_lists_read))
         stop = min(run_idx + ahead, len(self.ends))
-        self._chunk = self.reader.read_lists_packed([int(self.plan.token_ids[self.ends[r]])
-                                                     for r in range(run_idx, stop)])
+        self._chunk = self.reader.read_lists_packed(self._list_ids[run_idx:stop].tolist())
         self._first = run_idx
         self.stats.n_lists_fetched += stop - run_idx
 

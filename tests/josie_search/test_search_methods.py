@@ -135,3 +135,27 @@ def test_stats_count_reads() -> None:
     assert 0 < stats.n_lists_read <= len(query)
     merge = search_tokens(index, query, k=5, method="mergelist").stats
     assert merge.n_sets_read == 0 and merge.n_lists_read == len({index.dictionary[t].group_id for t in query})
+
+
+def test_searches_reuse_a_clean_candidate_workspace_across_lakes_and_threads() -> None:
+    """JOSIE keeps its candidate arrays per thread between searches: every search must leave them
+    zeroed, and searches of lakes of different sizes in several threads at once still equal brute
+    force (a leftover entry would resurrect a pruned candidate or hide a new one)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from catalog.search.josie import _Candidates
+
+    rng = random.Random(11)
+    lakes = [random_lake(rng, n_sets=n, vocab=300) for n in (40, 400, 1500)]
+    indexes = [build_memory_index(lake) for lake in lakes]
+    jobs = [(i, random_query(rng, lakes[i], 300)) for i in range(len(lakes)) for _ in range(8)]
+
+    def work(offset: int) -> bool:
+        for i, query in jobs[offset:] + jobs[:offset]:
+            own = next(iter(lakes[i]))
+            expected = brute_force_top_k(lakes[i], query, 10, exclude_column_id=own)
+            assert search_tokens(indexes[i], query, k=10, exclude_column_id=own).results == expected
+        return not any(a.any() for a in _Candidates._pool.arrays)
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(0, len(jobs), len(jobs) // 4)))

@@ -178,6 +178,7 @@ def josie_top_k(reader: IndexReader, plan: QueryPlan, k: int, *, costs: CostMode
         budget -= cand.count
         if not qualified or qualified[0][0] <= top.kth:
             continue
+        benefit_is_current = True  # until a candidate is finished: same kth, same pending sets
         for est, x in qualified:
             if cand.status[x] != _PENDING:  # pruned while assessing an earlier read
                 continue
@@ -186,7 +187,7 @@ def josie_top_k(reader: IndexReader, plan: QueryPlan, k: int, *, costs: CostMode
             partial, j, size = int(cand.partial[x]), int(cand.j[x]), int(cand.size[x])
             cost_x = costs.set_cost(size - 1 - j)
             if top.full:
-                if use_benefits:  # kth may have risen since the batch's benefit was estimated
+                if use_benefits and not benefit_is_current:  # kth may have risen, candidates gone
                     _, benefit_batch = _assess(cand, top, costs, n, i, next_end, batch_size,
                                                with_benefit=True, estimate=False)
                     budget -= 2 * cand.count
@@ -196,6 +197,7 @@ def josie_top_k(reader: IndexReader, plan: QueryPlan, k: int, *, costs: CostMode
                     break
                 use_benefits = budget > 0
             cand.finish(x)
+            benefit_is_current = False
             if top.prunable(partial + min(n - 1 - i, size - 1 - j)):
                 continue
             suffix = reader.read_set_suffix(x, j + 1)

@@ -10,6 +10,7 @@ catalog 503. The Airflow plugin mounts the same app.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -54,6 +55,7 @@ def create_app(settings: Settings) -> FastAPI:
                   description="Precomputed answers of the Juncture data-lake catalog: tables, columns, "
                               "profiles, keys, joinable columns and unionable tables.")
     app.state.engine = open_reader(settings.catalog_url)
+    app.state.connections = threading.local()  # one held connection per serving thread (deps.catalog_of)
     for module in (tables, columns, keys, joinable, unionable):
         app.include_router(module.router)
 

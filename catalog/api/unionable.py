@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
 from catalog import lookup
-from catalog.api.deps import CatalogDep, TableId
+from catalog.api.deps import TableId, catalog_of
 from catalog.api.pages import JSON, Limit, Offset, Page, page_response
 
 router = APIRouter(prefix="/v1/unionable", tags=["unionable"])
@@ -13,6 +13,6 @@ router = APIRouter(prefix="/v1/unionable", tags=["unionable"])
 
 @router.get("/{table_id:path}", response_model=Page[lookup.UnionableInfo],
             summary="Top unionable tables and how their columns align")
-async def read_unionable(table_id: TableId, catalog: CatalogDep, k: Limit = 10,
+async def read_unionable(table_id: TableId, request: Request, k: Limit = 10,
                    offset: Offset = 0) -> JSON:
-    return page_response(lookup.unionable(catalog, table_id, k, offset=offset), offset, k)
+    return page_response(lookup.unionable(catalog_of(request), table_id, k, offset=offset), offset, k)

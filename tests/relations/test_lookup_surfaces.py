@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from urllib.parse import quote
 
@@ -122,6 +123,31 @@ def test_unknown_and_malformed_ids_and_oversized_requests(two_states, published,
     assert client.post(f"/v1/joinable/{good}").status_code == 405
     spec = client.get("/openapi.json").json()
     assert {"/v1/joinable/{column_id}", "/v1/unionable/{table_id}", "/v1/tables"} <= set(spec["paths"])
+
+
+def test_api_replaces_a_connection_the_database_dropped(published):
+    """The API holds one reader connection per thread. When PostgreSQL drops it (a restart, an
+    admin's pg_terminate_backend), the lookup that meets the dead connection answers 503 and the
+    next one reconnects and answers 200; on SQLite the held connection simply keeps answering."""
+    import dataclasses
+
+    import psycopg
+
+    name = f"juncture-api-{uuid.uuid4().hex[:8]}"
+    url = published.catalog_url
+    if url.startswith("postgresql"):
+        url += ("&" if "?" in url else "?") + f"application_name={name}"
+    # one portal thread for all requests (a TestClient outside `with` starts one per request)
+    with TestClient(create_app(dataclasses.replace(published, catalog_url=url))) as client:
+        expected = client.get("/v1/tables").json()
+        assert expected["items"]
+        if url.startswith("postgresql"):
+            with psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres", autocommit=True) as admin:
+                killed = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                       "WHERE application_name = %s", (name,)).fetchall()
+            assert killed == [(True,)]
+            assert client.get("/v1/tables").status_code == 503
+        assert client.get("/v1/tables").json() == expected
 
 
 def _serve(settings, port: int, workers: int) -> subprocess.Popen[bytes]:  # type: ignore[no-untyped-def]

@@ -12,12 +12,13 @@ unknown id is told apart from an empty answer by the same statement.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
-from sqlalchemy import Connection, Engine, Executable, Row, Select, Table, and_, bindparam, select
+from sqlalchemy import Connection, Engine, Select, Table, and_, bindparam, select
 from sqlalchemy.orm import Session
 
 from catalog.errors import UnknownIdError, UserError
@@ -144,15 +145,58 @@ _KEY_LIST = (select(*_KEYS.c)
              .where(_TABLES.c.table_id == bindparam("ident")).order_by(_KEYS.c.score.desc(), _KEYS.c.id))
 
 
-def _rows(catalog: Catalog, statement: Executable, **params: Any) -> Sequence[Row[Any]]:
+def _rows(catalog: Catalog, statement: Select[Any], **params: Any) -> Sequence[Any]:
+    """The statement's rows, with attribute access by column name."""
     if isinstance(catalog, Engine):
         with catalog.connect() as connection:
             return _rows(connection, statement, **params)
     connection = catalog.connection() if isinstance(catalog, Session) else catalog
+    if connection.dialect.driver == "psycopg":
+        rows = _psycopg_rows(connection, statement, params)
+        if rows is not None:
+            return rows
     return connection.execute(statement, params).all()
 
 
-def _table_info(r: Row[Any]) -> TableInfo:
+class _DriverStatement(NamedTuple):
+    compiled: Any  # the statement compiled for PostgreSQL/psycopg
+    sql: str
+    row: Any  # a namedtuple type of the selected columns
+
+
+_DRIVER_STATEMENTS: dict[int, _DriverStatement] = {}  # id(statement) -> its driver form (statements live forever)
+
+
+def _psycopg_rows(connection: Connection, statement: Select[Any], params: dict[str, Any]) -> list[Any] | None:
+    """The rows read straight through psycopg, or None when the caller must go the SQLAlchemy way.
+
+    For the API's reader connections (autocommit) on PostgreSQL. SQLAlchemy's execution asks the
+    cursor for its description on every statement, and psycopg builds a column object per column
+    each time: with the execution context that was about 40% of a lookup's time. The lookup tables'
+    types (text, integers, floats, booleans, JSON, timestamptz) come out of psycopg exactly as
+    SQLAlchemy would return them on this dialect; `tests/relations` compares both ways.
+    In a transaction (the CLI, a Session), or when the driver raises, the statement runs the
+    SQLAlchemy way, which raises the error as SQLAlchemy does and replaces a dead connection."""
+    dbapi = connection.connection.dbapi_connection
+    if dbapi is None or not getattr(dbapi, "autocommit", False):
+        return None
+    driver = _DRIVER_STATEMENTS.get(id(statement))
+    if driver is None:
+        compiled = statement.compile(dialect=connection.dialect)
+        names = list(statement.selected_columns.keys())
+        driver = _DriverStatement(compiled, str(compiled), collections.namedtuple("Row", names, rename=True))
+        _DRIVER_STATEMENTS[id(statement)] = driver
+    cursor: Any = dbapi.cursor()
+    try:
+        cursor.execute(driver.sql, driver.compiled.construct_params(params), prepare=True)
+        return list(map(driver.row._make, cursor.fetchall()))
+    except connection.dialect.loaded_dbapi.Error:  # rerun the SQLAlchemy way, which reports it
+        return None
+    finally:
+        cursor.close()
+
+
+def _table_info(r: Any) -> TableInfo:
     return TableInfo(**{**r._asdict(), "published_at": r.published_at.isoformat()})
 
 
@@ -168,7 +212,7 @@ def tables(catalog: Catalog, *, source: str | None = None, limit: int = 100, off
     return [_table_info(r) for r in rows]
 
 
-def _subject_rows(catalog: Catalog, statement: Executable, kind: str, ident: str, **params: Any) -> Sequence[Row[Any]]:
+def _subject_rows(catalog: Catalog, statement: Select[Any], kind: str, ident: str, **params: Any) -> Sequence[Any]:
     """The rows a statement reads about `ident`; none at all means the catalog does not hold it.
     Statements of lists outer-join the subject with its rows (one row of NULLs for a subject
     without any), so its existence and its rows come from the same snapshot."""
@@ -266,7 +310,7 @@ _JOINABLE_PAGE = _ranked_list(_COLUMNS, "column_id", _JOINABLE, JoinableInfo, {
 _UNIONABLE_PAGE = _ranked_list(_TABLES, "table_id", _UNIONABLE, UnionableInfo, {"table_id": "candidate_table_id"})
 
 
-def _ranked_page(catalog: Catalog, statement: Executable, kind: str, ident: str, k: int, offset: int) -> list[Any]:
+def _ranked_page(catalog: Catalog, statement: Select[Any], kind: str, ident: str, k: int, offset: int) -> list[Any]:
     """A page of a precomputed list, read in ONE statement so that it comes from one snapshot even
     while a publish runs."""
     _check_page(k, offset)

@@ -22,7 +22,7 @@ from sqlalchemy.orm import sessionmaker
 from catalog import lookup
 from catalog.api.app import create_app
 from catalog.cli.main import main
-from catalog.db import make_engine
+from catalog.db import make_engine, open_reader
 from catalog.errors import UnknownIdError
 from spark_jobs import publish_catalog
 
@@ -82,6 +82,40 @@ def test_lookup_cli_and_http_agree(two_states, published, capsys):
     assert main(["lookup", "joinable", f"{first}#city"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:4] == ["rank", "table_id", "column", "overlap"] and len(lines) > 1
+    engine.dispose()
+
+
+def test_reader_connection_answers_as_a_session_does(two_states, published):
+    """The API's autocommit reader reads through the driver on PostgreSQL (`lookup._psycopg_rows`);
+    a Session goes through SQLAlchemy. Every lookup must give equal dataclasses, types included."""
+    engine = make_engine(published.catalog_url)
+    reader = open_reader(published.catalog_url)
+    tables = sorted(t.table_id for t in two_states.tables_b)
+    columns = [c for c in two_states.column_ids() if c.split("#")[0] in tables]
+    with sessionmaker(bind=engine)() as session, reader.connect() as connection:
+        def answer(catalog, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+            try:
+                return fn(catalog, *args, **kwargs)
+            except UnknownIdError as e:  # a column without a profile, say: both must say so
+                return repr(e)
+
+        def both(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+            a, b = answer(session, fn, *args, **kwargs), answer(connection, fn, *args, **kwargs)
+            assert a == b and repr(a) == repr(b), (fn.__name__, args)
+            return a if not isinstance(a, str) else None
+        assert both(lookup.tables, limit=1000)
+        for table_id in tables:
+            both(lookup.table, table_id)
+            both(lookup.columns, table_id)
+            both(lookup.keys, table_id)
+            both(lookup.unionable, table_id, 5)
+        assert any(both(lookup.joinable, c, 5) for c in columns)
+        for column_id in columns:  # these batches publish no profiles or keys: both must agree on that
+            both(lookup.profile, column_id)
+        assert any(both(lookup.unionable, t, 5) for t in tables)  # JSON alignments compared
+        with pytest.raises(UnknownIdError):
+            lookup.joinable(connection, "file:nowhere.csv#x")
+    reader.dispose()
     engine.dispose()
 
 
@@ -191,6 +225,10 @@ def test_serve_with_workers_over_real_http(two_states, published):
                     continue
                 got = client.get(f"/v1/joinable/{quote(column_id, safe='')}", params={"k": 5})
                 assert got.status_code == 200 and got.json()["items"] == expected
+        # the server gathers a response's writes into one send: a response it closes the
+        # connection after must still arrive whole
+        closing = httpx.get(base + "/v1/tables", headers={"Connection": "close"})
+        assert closing.headers["connection"] == "close" and closing.json()["items"]
         engine.dispose()
     finally:
         server.terminate()

@@ -3,8 +3,9 @@
 A lookup is a short CPU-bound stretch of Python around one indexed read, so one process serves one
 request at a time; more throughput needs more processes, not threads. The listening socket is bound
 once here and handed to every worker process (spawned, so no worker inherits another's database
-connections), and the kernel spreads the accepted connections among them. Each worker builds its
-own app and engine from the same settings.
+connections); whichever worker accepts a connection, the workers keep their keep-alive
+connections even (`catalog.api.balance`). Each worker builds its own app and engine from the same
+settings, and sends each response in one write (`_OneSendPerTurn`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from catalog.api.balance import Balancer, WorkerBalance
 from catalog.errors import UserError
 from catalog.settings import Settings
 
@@ -74,23 +76,62 @@ class _OneSendPerTurn:
         return getattr(self._transport, name)
 
 
+_BALANCE: WorkerBalance | None = None  # this worker's share of `balance.Balancer`, with siblings
+
+
 def _protocol() -> type[asyncio.Protocol]:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    class OneSendHttpToolsProtocol(HttpToolsProtocol):
+    class LookupProtocol(HttpToolsProtocol):
+        """uvicorn's HTTP protocol with one send per response and, among sibling workers, a new
+        connection passed to a sibling that holds fewer (`catalog.api.balance`)."""
+
+        adopted = False  # a connection a sibling passed here: served, never passed on again
+        handed_over = False
+
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            sock = transport.get_extra_info("socket")
+            if _BALANCE is not None and not self.adopted and sock is not None:
+                target = _BALANCE.place()
+                if target != _BALANCE.me and _BALANCE.hand_over(target, sock.fileno()):
+                    self.handed_over = True
+                    transport.abort()  # our copy only: the sibling holds the connection now
+                    return
             super().connection_made(_OneSendPerTurn(transport, self.loop))  # type: ignore[arg-type]
 
-    return OneSendHttpToolsProtocol
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.handed_over:
+                return
+            if _BALANCE is not None:
+                _BALANCE.closed()
+            super().connection_lost(exc)
+
+    return LookupProtocol
 
 
-def _run_worker(settings: Settings, sock: socket.socket) -> None:
+def _run_worker(settings: Settings, sock: socket.socket, balance: WorkerBalance | None = None) -> None:
     import uvicorn
 
     from catalog.api.app import create_app
 
+    global _BALANCE
+    _BALANCE = balance
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if balance is not None:  # serve what siblings pass here
+                protocol: Any = self.config.http_protocol_class
+
+                def adopted() -> asyncio.Protocol:
+                    p = protocol(config=self.config, server_state=self.server_state, app_state=self.lifespan.state)
+                    p.adopted = True
+                    return p  # type: ignore[no-any-return]
+
+                balance.adopt(asyncio.get_running_loop(), adopted)
+
     config = uvicorn.Config(create_app(settings), log_level="warning", access_log=False, http=_protocol())
-    uvicorn.Server(config).run(sockets=[sock])
+    Server(config).run(sockets=[sock])
 
 
 def serve(settings: Settings, host: str, port: int, *, workers: int = 1) -> None:
@@ -103,10 +144,12 @@ def serve(settings: Settings, host: str, port: int, *, workers: int = 1) -> None
     if workers == 1:
         _run_worker(settings, sock)
         return
-    processes = [mp.get_context("spawn").Process(target=_run_worker, args=(settings, sock), daemon=True)
-                 for _ in range(workers)]
+    balancer = Balancer(workers)
+    processes = [mp.get_context("spawn").Process(target=_run_worker, args=(settings, sock, balancer.worker(i)),
+                                                 daemon=True) for i in range(workers)]
     for process in processes:
         process.start()
+    balancer.close_inboxes()
     _supervise(processes)
 
 

@@ -229,6 +229,20 @@ def test_serve_with_workers_over_real_http(two_states, published):
         # connection after must still arrive whole
         closing = httpx.get(base + "/v1/tables", headers={"Connection": "close"})
         assert closing.headers["connection"] == "close" and closing.json()["items"]
+        # keep-alive connections spread evenly over the workers, whichever one accepts them
+        # (catalog.api.balance): eight opened at once, all queued before a worker accepts any
+        time.sleep(0.5)  # the connections above are closed and counted out
+        burst = [socket.create_connection(("127.0.0.1", port)) for _ in range(8)]
+        for _round in range(2):  # the second round is served where the connections ended up
+            for s in burst:
+                s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n")
+            assert all(s.recv(65536).startswith(b"HTTP/1.1 200 OK") for s in burst)
+        workers = [w for w in children if "spawn_main" in " ".join(w.cmdline())]
+        held = sorted(sum(1 for c in w.net_connections("tcp") if c.status == psutil.CONN_ESTABLISHED
+                          and c.laddr.port == port) for w in workers)
+        assert held == [4, 4]
+        for s in burst:
+            s.close()
         engine.dispose()
     finally:
         server.terminate()

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 
 from catalog.api import columns, joinable, keys, tables, unionable
+from catalog.api.fast_path import LookupFastPath
 from catalog.db import open_reader
 from catalog.errors import UnknownIdError, UserError
 from catalog.settings import Settings
@@ -59,6 +60,7 @@ def create_app(settings: Settings) -> FastAPI:
     for module in (tables, columns, keys, joinable, unionable):
         app.include_router(module.router)
 
+    app.add_middleware(LookupFastPath)  # inside the size limit: added first
     app.add_middleware(RequestSizeLimit)
 
     @app.exception_handler(UnknownIdError)

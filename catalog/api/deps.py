@@ -11,7 +11,7 @@ a validator on the path parameter and one call on the request are close to free.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Path, Request
 from pydantic import AfterValidator
@@ -30,12 +30,17 @@ def catalog_of(request: Request) -> Connection:
     needs one connection, and holding it saves a pool checkout and reset per lookup (a third of a
     lookup's cost on PostgreSQL). A connection that died (server restart: that lookup answered 503)
     is replaced on the next request."""
-    local = request.app.state.connections
+    return catalog_of_state(request.app.state)
+
+
+def catalog_of_state(state: Any) -> Connection:
+    """`catalog_of` for an app's `state` (the fast path has no Request object)."""
+    local = state.connections
     connection: Connection | None = getattr(local, "connection", None)
     if connection is None or connection.invalidated or connection.closed:
         if connection is not None:
             connection.close()
-        engine: Engine = request.app.state.engine
+        engine: Engine = state.engine
         connection = local.connection = engine.connect()
     return connection
 
@@ -44,13 +49,13 @@ def _printable(value: str) -> bool:
     return value.isprintable() and value == value.strip()
 
 
-def _check_table_id(table_id: str) -> str:
+def check_table_id(table_id: str) -> str:
     if not _printable(table_id) or not valid_table_id(table_id):
         raise ValueError("not a table_id (expected socrata:…, ckan:… or file:…)")
     return table_id
 
 
-def _check_column_id(column_id: str) -> str:
+def check_column_id(column_id: str) -> str:
     try:
         table_id, header = split_column_id(column_id)
     except ValueError:
@@ -60,6 +65,6 @@ def _check_column_id(column_id: str) -> str:
     return column_id
 
 
-TableId = Annotated[str, Path(max_length=MAX_ID_LENGTH, description="a table_id"), AfterValidator(_check_table_id)]
+TableId = Annotated[str, Path(max_length=MAX_ID_LENGTH, description="a table_id"), AfterValidator(check_table_id)]
 ColumnId = Annotated[str, Path(max_length=MAX_ID_LENGTH, description="a column_id: <table_id>#<header>, '#' as %23"),
-                     AfterValidator(_check_column_id)]
+                     AfterValidator(check_column_id)]

@@ -16,13 +16,10 @@ anything (its end of the socket is closed), so such a connection stays where it 
 from __future__ import annotations
 
 import asyncio
-import logging
 import multiprocessing as mp
 import socket
 from collections.abc import Callable
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 
 class Balancer:

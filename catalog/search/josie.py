@@ -222,8 +222,7 @@ def _merge(cand: _Candidates, seg: PackedLists, start: int, n_discover: int, run
     Runs hold each set at most once, so a set's first entry in the segment is its first run; the
     discovery runs are a prefix of the segment, so creation looks at that prefix only, and the
     sets it creates are then applied with the pending ones (their first entry included)."""
-    n_entries = len(seg.set_ids)
-    if n_entries == 0:
+    if len(seg.set_ids) == 0:
         return
     sid = seg.set_ids.astype(np.int64)
     cand.fit(int(sid.max()))

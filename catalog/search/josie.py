@@ -19,6 +19,13 @@ queries over a skewed lake read thousands of short lists with nothing worth a se
 decision every 20 lists there cost more than the lists; when decisions happen changes only the
 cost, never the answer, which stays exact. Tie handling: see `results.TopK`.
 
+One step goes beyond Algorithm 1. Once discovery has ended (no unseen set can reach the k-th
+overlap), what is left is settling the pending candidates; Algorithm 1 reads only those whose
+estimate beats the k-th overlap, so a few whose estimates do not (but whose bounds still do) keep it
+reading lists to the end of the query, and in a large query those are the longest lists. When the
+cost model prices reading all pending sets below reading the unread lists, we read the sets and
+stop (`_settle_by_sets`); each read gives an exact overlap, as any candidate read does.
+
 Candidate state lives in numpy arrays indexed by set id, and the lists between two decision points
 are merged in one vectorised step: while the heap is full nothing changes the k-th overlap between
 decision points, so Algorithm 1's per-entry order (create a candidate at first sight while unseen
@@ -144,18 +151,23 @@ def josie_top_k(reader: IndexReader, plan: QueryPlan, k: int, *, costs: CostMode
     interval = batch_size  # lists between decisions: backs off while decisions read nothing
     budget = estimation_budget
     lists = ListReader(reader, plan, stats, block=batch_size)
+    run_start = run_i - run_s  # first query position of each run, ascending
     start = 0
     while start < n_runs:
+        discovery_end = _discovery_end(run_start, n, top)
+        if start >= discovery_end:  # no unseen set can enter the top k: only pending candidates are left
+            if not cand.count:
+                break
+            i = int(run_i[start - 1])
+            if _settle_by_sets(reader, cand, top, costs, q_ids, n, i, float(list_cost_upto[-1] - list_cost_upto[i]),
+                               stats):
+                break
         stop = min(n_runs, start + (max(1, interval - since_decision) if top.full else 1))
-        # A set first met in a run can reach n − i + s, which falls run by run: discovery is a prefix.
-        n_discover = int(np.count_nonzero(~_below(n - run_i[start:stop] + run_s[start:stop], top.kth, exact_ties)))
-        if n_discover == 0 and cand.count == 0:
-            break
-        _merge(cand, lists.segment(start, stop), start, n_discover, run_i, run_s, stats)
-        if cand.count == 0 and n_discover < stop - start:
-            # discovery ended inside the segment with nothing pending: the search ends at that run
-            stats.n_lists_read -= stop - start - n_discover
-            break
+        if start < discovery_end < stop:
+            stop = discovery_end  # end the segment where discovery ends: settling by sets may pay from there
+        n_discover = stop - start if start < discovery_end else 0
+        _merge(cand, lists.segment(start, stop, fetch_until=discovery_end if n_discover else n_runs),
+               start, n_discover, run_i, run_s, stats)
         last = stop - 1
         i = int(run_i[last])
         if i == n - 1:
@@ -196,14 +208,11 @@ def josie_top_k(reader: IndexReader, plan: QueryPlan, k: int, *, costs: CostMode
                 if benefit_x - cost_x < benefit_batch - cost_batch:
                     break
                 use_benefits = budget > 0
-            cand.finish(x)
             benefit_is_current = False
             if top.prunable(partial + min(n - 1 - i, size - 1 - j)):
+                cand.finish(x)
                 continue
-            suffix = reader.read_set_suffix(x, j + 1)
-            stats.n_sets_read += 1
-            stats.n_set_tokens_read += len(suffix)
-            top.push(x, partial + count_matches(q_ids, suffix))
+            _read_candidate(reader, cand, top, q_ids, x, stats)
             interval = batch_size
     # Either every list was read (pending counts are exact) or nothing is pending.
     ids = cand.pending()
@@ -254,20 +263,63 @@ def _merge(cand: _Candidates, seg: PackedLists, start: int, n_discover: int, run
     np.maximum.at(cand.j, ids, seg.positions[apply].astype(np.int64))
 
 
-def _fill_heap(reader: IndexReader, cand: _Candidates, top: TopK, q_ids: np.ndarray, n: int, i: int,
-               stats: SearchStats) -> None:
-    ids = cand.pending()
+def _discovery_end(run_start: np.ndarray, n: int, top: TopK) -> int:
+    """Runs [0, end) can still create candidates: a set first met in run r has overlap at most
+    n − run_start[r], which falls run by run, so the runs that can beat the k-th overlap are a prefix."""
+    if not top.full:
+        return len(run_start)
+    # not prunable: n − start >= kth (exact ties) or > kth (the paper's)
+    return int(np.searchsorted(run_start, n - top.kth, side="right" if top.exact_ties else "left"))
+
+
+def _best_first(cand: _Candidates, ids: np.ndarray, n: int, i: int) -> list[int]:
+    """Pending `ids` by estimated overlap (Eq. 4, capped at the bound), then bound, then set id."""
     partial, i0 = cand.partial[ids], cand.i0[ids]
     ub = cand.upper_bounds(ids, n, i)
     est = np.minimum(ub, (partial / (i - i0 + 1) * (n - i0)).astype(np.int64))
-    for x in ids[np.lexsort((ids, -ub, -est))].tolist():  # best estimate, then bound, then set id
+    return ids[np.lexsort((ids, -ub, -est))].tolist()
+
+
+def _read_candidate(reader: IndexReader, cand: _Candidates, top: TopK, q_ids: np.ndarray, x: int,
+                    stats: SearchStats) -> None:
+    """Read the rest of set x (after its latest match) and push its exact overlap."""
+    cand.finish(x)
+    suffix = reader.read_set_suffix(x, int(cand.j[x]) + 1)
+    stats.n_sets_read += 1
+    stats.n_set_tokens_read += len(suffix)
+    top.push(x, int(cand.partial[x]) + count_matches(q_ids, suffix))
+
+
+def _fill_heap(reader: IndexReader, cand: _Candidates, top: TopK, q_ids: np.ndarray, n: int, i: int,
+               stats: SearchStats) -> None:
+    for x in _best_first(cand, cand.pending(), n, i):
         if top.full:
             break
-        cand.finish(x)
-        suffix = reader.read_set_suffix(x, int(cand.j[x]) + 1)
-        stats.n_sets_read += 1
-        stats.n_set_tokens_read += len(suffix)
-        top.push(x, int(cand.partial[x]) + count_matches(q_ids, suffix))
+        _read_candidate(reader, cand, top, q_ids, x, stats)
+
+
+def _settle_by_sets(reader: IndexReader, cand: _Candidates, top: TopK, costs: CostModel, q_ids: np.ndarray,
+                    n: int, i: int, cost_lists: float, stats: SearchStats) -> bool:
+    """Once discovery has ended, finish by reading every pending set when that costs less than
+    reading the lists still unread (`cost_lists`); True when done so, and the search is over.
+
+    Algorithm 1 reads only candidates whose estimate beats the k-th overlap; one whose estimate does
+    not, but whose bound still does, keeps the search reading lists to the end of the query, and in a
+    large query those last lists are the longest. Reading its set instead settles it as exactly."""
+    ids = cand.pending()
+    pruned = _below(cand.upper_bounds(ids, n, i), top.kth, top.exact_ties)
+    if pruned.any():
+        cand.finish(ids[pruned])
+        ids = ids[~pruned]
+    if float(_set_costs(costs, cand.size[ids] - 1 - cand.j[ids]).sum()) > cost_lists:
+        return False
+    for x in _best_first(cand, ids, n, i):
+        # the k-th overlap rises as sets are read: re-check each bound (no list is read from here on)
+        if top.prunable(int(cand.partial[x]) + min(n - 1 - i, int(cand.size[x] - 1 - cand.j[x]))):
+            cand.finish(x)
+        else:
+            _read_candidate(reader, cand, top, q_ids, x, stats)
+    return True
 
 
 def _assess(cand: _Candidates, top: TopK, costs: CostModel, n: int, i: int, next_end: int, batch_size: int, *,

@@ -22,7 +22,6 @@ Positions are 0-based everywhere (digest §8.1).
 
 from __future__ import annotations
 
-import itertools
 import operator
 import random
 import threading
@@ -37,6 +36,7 @@ from sqlalchemy import Connection, Engine, LargeBinary, Select, bindparam, func,
 
 from catalog.identity import split_column_id
 from catalog.models.josie import JosieMeta, JosiePosting, JosieSet, JosieToken
+from catalog.search.token_table import TokenTable
 
 
 class QueryToken(NamedTuple):
@@ -360,25 +360,22 @@ def _run_in_blocks(statements: dict[int, _Prepared], values: Sequence[Any], pad:
 
 class TokenDictionary:
     """The whole token dictionary of one index version held in the process (digest §2.7: the reference
-    code keeps it in memory): token -> token_id, and frequency / group_id arrays indexed by token_id."""
+    code keeps it in memory): token -> token_id (`TokenTable`), and frequency / group_id arrays
+    indexed by token_id."""
 
     def __init__(self, version: str, rows: Sequence[tuple[str, int, int, int]]) -> None:
         self.version = version
-        self.ids: dict[str, int] = {}
         size = 1 + max((r[1] for r in rows), default=-1)
         self.frequencies = np.zeros(size, dtype=np.int64)
         self.group_ids = np.zeros(size, dtype=np.int64)
-        if rows:
-            tokens, ids, freqs, groups = zip(*rows, strict=True)
-            self.ids = dict(zip(tokens, ids, strict=True))
-            at = np.fromiter(ids, dtype=np.int64, count=len(ids))
-            self.frequencies[at] = np.fromiter(freqs, dtype=np.int64, count=len(ids))
-            self.group_ids[at] = np.fromiter(groups, dtype=np.int64, count=len(ids))
+        tokens, ids, freqs, groups = zip(*rows, strict=True) if rows else ((), (), (), ())
+        at = np.fromiter(ids, dtype=np.int64, count=len(ids))
+        self.table = TokenTable(tokens, at)
+        self.frequencies[at] = np.fromiter(freqs, dtype=np.int64, count=len(ids))
+        self.group_ids[at] = np.fromiter(groups, dtype=np.int64, count=len(ids))
 
     def lookup(self, tokens: Iterable[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        distinct = tokens if isinstance(tokens, set | frozenset) else set(tokens)
-        # -1 marks a token the lake does not have; no intermediate list of boxed ids
-        ids = np.fromiter(map(self.ids.get, distinct, itertools.repeat(-1)), dtype=np.int64, count=len(distinct))
+        ids = self.table.lookup(tokens if isinstance(tokens, set | frozenset) else set(tokens))
         ids = np.sort(ids[ids >= 0])
         return ids, self.frequencies[ids], self.group_ids[ids]
 

@@ -87,23 +87,25 @@ class ListReader:
         self._first = 0  # run index of the chunk's first list
         self._chunk: PackedLists | None = None
 
-    def _fetch(self, run_idx: int) -> None:
+    def _fetch(self, run_idx: int, until: int) -> None:
         # Read-ahead grows with what the search has consumed (up to 256 lists a round trip): a search
         # that ends early fetched at most about twice what it read, a long one makes few round trips.
         ahead = min(_MAX_AHEAD, max(self.block, self.stats.n_lists_read))
-        stop = min(run_idx + ahead, len(self.ends))
+        stop = max(run_idx + 1, min(run_idx + ahead, len(self.ends), until))
         self._chunk = self.reader.read_lists_packed(self._list_ids[run_idx:stop].tolist())
         self._first = run_idx
         self.stats.n_lists_fetched += stop - run_idx
 
-    def segment(self, start: int, stop: int) -> PackedLists:
-        """The lists of runs [start, stop) concatenated (counted as read)."""
+    def segment(self, start: int, stop: int, *, fetch_until: int | None = None) -> PackedLists:
+        """The lists of runs [start, stop) concatenated (counted as read); read-ahead stops before
+        run `fetch_until` (JOSIE: where lists may stop being needed), or at the end of the query."""
+        until = len(self.ends) if fetch_until is None else max(stop, fetch_until)
         pieces: list[PackedLists] = []
         r = start
         while r < stop:
             chunk = self._chunk
             if chunk is None or not (self._first <= r < self._first + len(chunk.offsets) - 1):
-                self._fetch(r)
+                self._fetch(r, until)
                 chunk = self._chunk
                 assert chunk is not None
             hi = min(stop, self._first + len(chunk.offsets) - 1)

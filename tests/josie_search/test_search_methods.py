@@ -8,8 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.josie_lake import zipf_lake
 from catalog.identity import column_id
-from catalog.search import METHODS, build_memory_index, search_tokens
+from catalog.search import METHODS, build_memory_index, josie, search_tokens
 from catalog.search.brute_force import brute_force_top_k
 from catalog.search.cost_model import CostModel
 from catalog.search.josie import josie_top_k
@@ -159,3 +160,26 @@ def test_searches_reuse_a_clean_candidate_workspace_across_lakes_and_threads() -
 
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(work, range(0, len(jobs), len(jobs) // 4)))
+
+
+def test_josie_settles_the_last_candidates_by_reading_their_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once no unseen set can enter the top k, a few pending candidates whose estimates do not beat
+    the k-th overlap would keep Algorithm 1 reading lists to the end of the query, the longest ones.
+    JOSIE reads their sets instead when the cost model says that is cheaper: fewer lists, same answers."""
+    lake = zipf_lake(1500, seed=3)
+    index = build_memory_index(lake)
+    biggest = sorted(lake, key=lambda c: (-len(lake[c]), c))[:10]
+
+    def lists_read() -> list[int]:
+        counts = []
+        for cid in biggest:
+            out = search_tokens(index, lake[cid], k=10, exclude_column_id=cid)
+            assert out.results == brute_force_top_k(lake, lake[cid], 10, exclude_column_id=cid)
+            counts.append(out.stats.n_lists_read)
+        return counts
+
+    settling = lists_read()
+    monkeypatch.setattr(josie, "_settle_by_sets", lambda *args: False)
+    reading_on = lists_read()
+    assert all(a <= b for a, b in zip(settling, reading_on, strict=True))
+    assert sum(settling) < sum(reading_on), (settling, reading_on)

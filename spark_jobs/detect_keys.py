@@ -42,7 +42,7 @@ from spark_jobs.batch_job import batch_job_main
 from spark_jobs.change_batch import ChangeBatch
 from spark_jobs.lake_store import CommitResult, LakeStore
 from spark_jobs.lake_tables import CELLS
-from spark_jobs.profile_columns import COLUMN_PROFILES
+from spark_jobs.profile_columns import COLUMN_PROFILES, DRIVER_MAX_CELLS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,7 +56,6 @@ NEAR_UNIQUE_MIN = 0.99
 MAX_COLUMNS = 3
 MAX_WORK = 200_000_000  # row visits per table before the search is cut short
 EXCLUDED_TYPES = frozenset({"decimal", "empty"})
-DRIVER_MAX_CELLS = 1_000_000  # candidate cells of a batch searched without a Spark job
 
 KEYS_SCHEMA = pa.schema([
     ("table_id", pa.string()), ("bucket", pa.int32()), ("columns", pa.list_(pa.string())), ("exact", pa.bool_()),

@@ -72,6 +72,7 @@ HISTOGRAM_BINS = 10
 EXACT_DISTINCT_MAX_ROWS = 2_000_000
 HLL_RSD = 0.02
 SAMPLE_PERCENT = 1  # row sample for the top values of large tables
+DRIVER_MAX_CELLS = 1_000_000  # cells of a batch measured without a Spark job (also the key search's bound)
 
 BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "t", "f", "y", "n"})
 INTEGER_RE = re.compile(r"[+-]?[0-9]+")
@@ -88,6 +89,10 @@ _TIME = r"([0-9]{1,2}):([0-9]{2})(?::([0-9]{2})(?:\.[0-9]+)?)?"
 ISO_DATETIME = re.compile(r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})[T ]" + _TIME + r" *(?:Z|UTC|[+-][0-9]{2}:?[0-9]{2})?")
 US_DATETIME = re.compile(r"([0-9]{1,2})/([0-9]{1,2})/([0-9]{4}) +" + _TIME + r" *([AaPp][Mm])?")
 _PY_STRIP = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "
+
+ColumnKey = tuple[str, int]  # (table_id, col)
+Measures = dict[ColumnKey, dict[str, Any]]  # `column_stats` rows by column
+TopValues = dict[ColumnKey, list[tuple[str, int]]]
 
 PROFILE_SCHEMA = pa.schema([
     ("table_id", pa.string()), ("bucket", pa.int32()), ("column_id", pa.string()), ("header", pa.string()),
@@ -272,6 +277,71 @@ def sampled_top_values(cells: DataFrame, k: int = TOP_K) -> DataFrame:
     return sample.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= k)
 
 
+# ---------------------------------------------------------------------------------------------- small batches
+def measured_locally(cells: pa.Table, *, k: int = TOP_K, bins: int = HISTOGRAM_BINS) -> Measures:
+    """`column_stats` computed in this process from the cells of tables with exact counts: the same
+    measures under the same names, for batches too small to be worth a Spark job."""
+    counted = cells.group_by(["table_id", "col", "value"], use_threads=False).aggregate([([], "count_all")])
+    by_column: dict[ColumnKey, list[tuple[str | None, int]]] = {}
+    for t, c, v, n in zip(*(counted[name].to_pylist() for name in ("table_id", "col", "value", "count_all")),
+                          strict=True):
+        by_column.setdefault((t, c), []).append((v, n))
+    return {key: _column_measures(values, k=k, bins=bins) for key, values in by_column.items()}
+
+
+def _column_measures(values: list[tuple[str | None, int]], *, k: int, bins: int) -> dict[str, Any]:
+    """One column's measures from its (distinct raw value, multiplicity) pairs (see `column_stats`)."""
+    out = _no_cells(0)
+    counts = dict.fromkeys(("boolean", "integer", "decimal", "date", "datetime"), 0)
+    numbers: list[tuple[float, int]] = []
+    present: list[tuple[int, str]] = []
+    for value, n in values:
+        state, kind, length, int_value, num_value, day, moment, is_code = value_facts(value)
+        out["row_count"] += n
+        if state != "present":
+            out[f"{state}_count"] += n
+            continue
+        assert value is not None and length is not None
+        present.append((-n, value))
+        out["present_count"] += n
+        if kind in counts:
+            counts[kind] += n
+        out["n_code"] += n if is_code else 0
+        out["length_min"] = _least(out["length_min"], length)
+        out["length_max"] = _most(out["length_max"], length)
+        out["length_sum"] += n * float(length)
+        if kind == "integer":
+            out["int_min"], out["int_max"] = _least(out["int_min"], int_value), _most(out["int_max"], int_value)
+        if kind in ("integer", "decimal"):
+            x = float(int_value) if int_value is not None else num_value
+            numbers.append((x, n))
+            out["num_min"], out["num_max"] = _least(out["num_min"], x), _most(out["num_max"], x)
+            out["num_sum"] += n * x
+            out["num_sumsq"] += n * (x * x)
+        if kind == "date":
+            out["date_min"], out["date_max"] = _least(out["date_min"], day), _most(out["date_max"], day)
+        if kind in ("date", "datetime"):
+            out["ts_min"], out["ts_max"] = _least(out["ts_min"], moment), _most(out["ts_max"], moment)
+    out.update({f"n_{kind}": n for kind, n in counts.items()})
+    out["distinct_rows"] = len(present)
+    present.sort()
+    out["top"] = [{"rank": r, "value": v, "n": -n} for r, (n, v) in enumerate(present[:k], start=1)]
+    hist = [0] * bins
+    lo, hi = out["num_min"], out["num_max"]
+    for x, n in numbers:
+        hist[0 if hi == lo else min(math.floor((x - lo) / (hi - lo) * bins), bins - 1)] += n
+    out.update({f"bin_{b}": hist[b] for b in range(bins)})
+    return out
+
+
+def _least(a: Any, b: Any) -> Any:
+    return b if a is None or b < a else a
+
+
+def _most(a: Any, b: Any) -> Any:
+    return b if a is None or b > a else a
+
+
 # ---------------------------------------------------------------------------------------------- decisions
 @dataclass(frozen=True)
 class TypeDecision:
@@ -362,34 +432,29 @@ def profile_row(meta: dict[str, Any], stats: dict[str, Any], top: list[tuple[str
 
 # ---------------------------------------------------------------------------------------------- the job
 def profiles(spark: SparkSession, store: LakeStore, settings: Settings, batch: ChangeBatch, *,
-             exact_max_rows: int = EXACT_DISTINCT_MAX_ROWS) -> pa.Table:
-    """The profiles of the batch's added tables, as an Arrow table in PROFILE_SCHEMA."""
-    from pyspark.sql import functions as F  # noqa: N812
-
+             exact_max_rows: int = EXACT_DISTINCT_MAX_ROWS, driver_max_cells: int = DRIVER_MAX_CELLS) -> pa.Table:
+    """The profiles of the batch's added tables, as an Arrow table in PROFILE_SCHEMA. A batch of at
+    most `driver_max_cells` cells, none in a large table, is measured in this process from an Arrow
+    read (`measured_locally`: small incremental batches skip a Spark job's fixed cost); larger ones
+    on the executors."""
     if not batch.added:
         return PROFILE_SCHEMA.empty_table()
     n_buckets = settings.index.cells_buckets
     datasets = store.read_arrow(DATASETS, where={"table_id": list(batch.added)}).to_pylist()
     large_ids = sorted(d["table_id"] for d in datasets if (d["n_rows"] or 0) > exact_max_rows)
     buckets = sorted({table_bucket(t, n_buckets) for t in batch.added})
-    cells = store.read(CELLS, where={"bucket": buckets, "table_id": list(batch.added)})
-    cells = cells.select("table_id", "row", "col", "value")
-    is_large = F.col("table_id").isin(*large_ids) if large_ids else F.lit(False)
-    exact_counts = (cells.where(~is_large).groupBy("table_id", "col", "value")
-                    .agg(F.count(F.lit(1)).alias("n")).withColumn("large", F.lit(False)))
-    values = exact_counts
-    if large_ids:
-        large_cells = cells.where(is_large).select("table_id", "col", "value", F.lit(1).cast("long").alias("n"),
-                                                   F.lit(True).alias("large"))
-        values = exact_counts.unionByName(large_cells)
-    measured = column_stats(classified(values)).collect()
-    stat_rows = {(r["table_id"], r["col"]): r.asDict(recursive=True) for r in measured}
+    where = {"bucket": buckets, "table_id": list(batch.added)}
+    n_cells = sum((d["n_rows"] or 0) * len(d["headers"]) for d in datasets)
+    if not large_ids and n_cells <= driver_max_cells:
+        stat_rows = measured_locally(store.read_arrow(CELLS, columns=["table_id", "col", "value"], where=where))
+        sampled: TopValues = {}
+    else:
+        stat_rows, sampled = _measured_on_executors(store.read(CELLS, where=where), large_ids)
     tops = {key: [(t["value"], int(t["n"])) for t in sorted(r["top"], key=lambda t: t["rank"])]
             for key, r in stat_rows.items()}
+    for key, top in sampled.items():
+        tops.setdefault(key, []).extend(top)
     hists = {key: {b: int(r[f"bin_{b}"]) for b in range(HISTOGRAM_BINS)} for key, r in stat_rows.items()}
-    if large_ids:
-        for r in sampled_top_values(cells.where(is_large)).orderBy("table_id", "col", "rank").collect():
-            tops.setdefault((r["table_id"], r["col"]), []).append((r["value"], int(r["n"])))
     token_counts = _token_counts(store, batch, buckets)
     rows = []
     for d in datasets:
@@ -404,6 +469,28 @@ def profiles(spark: SparkSession, store: LakeStore, settings: Settings, batch: C
             rows.append(profile_row(meta, stat, tops.get(key, []), hists.get(key, {}),
                                     token_counts.get(column_id, (0, 0)), batch.batch_id))
     return pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA)
+
+
+def _measured_on_executors(cells: DataFrame, large_ids: list[str]) -> tuple[Measures, TopValues]:
+    """(`column_stats` rows by (table_id, col), sampled top values of the large tables) by Spark."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    cells = cells.select("table_id", "row", "col", "value")
+    is_large = F.col("table_id").isin(*large_ids) if large_ids else F.lit(False)
+    exact_counts = (cells.where(~is_large).groupBy("table_id", "col", "value")
+                    .agg(F.count(F.lit(1)).alias("n")).withColumn("large", F.lit(False)))
+    values = exact_counts
+    if large_ids:
+        large_cells = cells.where(is_large).select("table_id", "col", "value", F.lit(1).cast("long").alias("n"),
+                                                   F.lit(True).alias("large"))
+        values = exact_counts.unionByName(large_cells)
+    measured = column_stats(classified(values)).collect()
+    stat_rows = {(r["table_id"], r["col"]): r.asDict(recursive=True) for r in measured}
+    sampled: TopValues = {}
+    if large_ids:
+        for r in sampled_top_values(cells.where(is_large)).orderBy("table_id", "col", "rank").collect():
+            sampled.setdefault((r["table_id"], r["col"]), []).append((r["value"], int(r["n"])))
+    return stat_rows, sampled
 
 
 def _no_cells(n_rows: int) -> dict[str, Any]:

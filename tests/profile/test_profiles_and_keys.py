@@ -244,6 +244,27 @@ def test_large_tables_get_estimated_distinct_counts(spark, lake: Lake) -> None: 
         assert r["top_values_exact"] is False and len(r["top_values"]) <= profile_columns.TOP_K
 
 
+def _same_field(a: Any, b: Any) -> bool:
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_field(x, y) for x, y in zip(a, b, strict=True))
+    return _close(a, b)
+
+
+def test_executor_and_driver_profiles_agree(spark, lake: Lake) -> None:  # type: ignore[no-untyped-def]
+    """A batch small enough is measured in the driver: field for field the profiles the Spark job
+    makes (sums of floats to rounding: they are added in another order)."""
+    from spark_jobs.change_batch import ChangeBatch
+
+    batch = ChangeBatch(1, tuple(sorted(lake.tables)), ())
+    driver = profile_columns.profiles(spark, lake.store, lake.settings, batch)
+    by_driver = {r["column_id"]: r for r in driver.to_pylist()}
+    on_executors = profile_columns.profiles(spark, lake.store, lake.settings, batch, driver_max_cells=0).to_pylist()
+    assert len(on_executors) == len(by_driver) == len(lake.profiles())
+    mismatches = {r["column_id"]: [(f, v, by_driver[r["column_id"]][f]) for f, v in r.items()
+                                   if not _same_field(v, by_driver[r["column_id"]][f])] for r in on_executors}
+    assert {c: m for c, m in mismatches.items() if m} == {}
+
+
 def test_executor_and_driver_key_searches_agree(spark, lake: Lake) -> None:  # type: ignore[no-untyped-def]
     from spark_jobs.change_batch import ChangeBatch
 

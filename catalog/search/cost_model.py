@@ -3,13 +3,13 @@
 JOSIE (digest research/josie.md §3.12, paper App. 7.2, Eq. 15) weighs reading a posting list of
 length f, L(f) = a + b·f, against reading m tokens of a candidate set, S(m) = a + b·m. The paper's
 constants were fitted on PostgreSQL with cold caches; ours must describe *our* read path (packed
-BLOBs through SQLAlchemy, warm caches, and the Python work per entry once a list or set is in
-memory — walking a list's entries, intersecting a set with the query), so `refit` times real reads
-of sampled lists and sets, each followed by that processing,
-(stratified towards long lists and big sets, as the released code does), fits both lines by least
-squares and stores them in `josie_cost_model`, one row per database kind. `load` falls back to
-`DEFAULT_COSTS` when nothing was fitted. Costs are in seconds and clamped at `floor` (fitted
-intercepts can be negative, §8.6).
+BLOBs through SQLAlchemy, warm caches, and the work once a list or set is in memory), so `refit`
+times real reads followed by that work: lists in blocks of similar length, one round trip and one
+vectorised merge per block as the search reads them (a list costs its share), and sets one at a
+time, each intersected with a query. Samples lean towards long lists and big sets, as the released
+code's do. Both lines are fitted by least squares and stored in `josie_cost_model`, one row per
+database kind. `load` falls back to `DEFAULT_COSTS` when nothing was fitted. Costs are in seconds
+and clamped at `floor` (fitted intercepts can be negative, §8.6).
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from catalog.search.josie_index_reader import IndexReader
 from catalog.search.query_plan import count_matches
 
 log = logging.getLogger(__name__)
+
+_LIST_BLOCK = 32  # sampled lists of similar length read together, as the search reads its lists in blocks
 
 josie_cost_model = JosieCostModel.__table__
 
@@ -50,9 +52,9 @@ class CostModel:
         return max(self.floor, self.read_set_a + self.read_set_b * max(0.0, n_tokens))
 
 
-# Measured once on SQLite (warm cache, 2-core machine) so that an unfitted catalog starts sensibly;
-# only their ratio matters to JOSIE's choices.
-DEFAULT_COSTS = CostModel(read_list_a=4e-5, read_list_b=6e-9, read_set_a=3e-5, read_set_b=3e-9)
+# `fit` on the josie_bench catalog in SQLite (warm cache, 2-core machine), rounded, so that an
+# unfitted catalog starts sensibly; only their ratio matters to JOSIE's choices.
+DEFAULT_COSTS = CostModel(read_list_a=6e-6, read_list_b=1.4e-8, read_set_a=2.3e-5, read_set_b=3.4e-8)
 
 
 def load(conn: Connection | None, database: str) -> CostModel:
@@ -68,16 +70,20 @@ def load(conn: Connection | None, database: str) -> CostModel:
 
 
 def fit(reader: IndexReader, *, n_samples: int = 200, repeats: int = 3, seed: int = 0) -> CostModel:
-    """Time `repeats` reads (best of) of ~n_samples lists and sets through `reader`; fit both lines."""
+    """Time `repeats` reads (best of) of about 4·n_samples lists (in blocks) and n_samples sets through
+    `reader`; fit both lines."""
     rng = random.Random(seed)
-    lists = reader.sample_lists(n_samples, rng)
+    lists = reader.sample_lists(n_samples * _LIST_BLOCK // 8, rng)  # a few lists per fitted point
     sets = reader.sample_sets(n_samples, rng)
     if not lists or not sets:
         return DEFAULT_COSTS
     list_x, list_y = [], []
-    for token_id, freq in lists:
-        list_x.append(freq)
-        list_y.append(_best_of(repeats, lambda t=token_id: _consume_list(reader, t)))
+    lists.sort(key=lambda tf: (tf[1], tf[0]))
+    for at in range(0, len(lists), _LIST_BLOCK):
+        block = lists[at:at + _LIST_BLOCK]
+        ids = sorted(t for t, _ in block)
+        list_x.append(sum(f for _, f in block) / len(block))
+        list_y.append(_best_of(repeats, lambda ids=ids: _consume_lists(reader, ids)) / len(block))
     set_x, set_y = [], []
     probe = np.arange(0, 1 << 20, 7, dtype=np.int64)  # a stand-in query for the intersection step
     for set_id, size in sets:
@@ -92,13 +98,15 @@ def fit(reader: IndexReader, *, n_samples: int = 200, repeats: int = 3, seed: in
     return model
 
 
-def _consume_list(reader: IndexReader, token_id: int) -> int:
-    """Read a list and walk its entries as the search does: a "read" costs transfer plus processing."""
-    plist = reader.read_list(token_id)
-    seen: dict[int, int] = {}
-    for x, j, _size in zip(plist.set_ids.tolist(), plist.positions.tolist(), plist.sizes.tolist(), strict=True):
-        seen[x] = j
-    return len(seen)
+def _consume_lists(reader: IndexReader, token_ids: list[int]) -> int:
+    """Read a block of lists in one round trip and merge them as the search does (one vectorised
+    step per block): a list's cost is its share of the transfer and of that merge."""
+    packed = reader.read_lists_packed(token_ids)
+    sid = packed.set_ids.astype(np.int64)
+    partial = np.zeros(int(sid.max()) + 1 if len(sid) else 1, dtype=np.int64)
+    np.add.at(partial, sid, 1)
+    np.maximum.at(partial, sid, packed.positions.astype(np.int64))
+    return int(partial.sum())
 
 
 def _best_of(repeats: int, read) -> float:  # type: ignore[no-untyped-def]

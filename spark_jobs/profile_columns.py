@@ -443,7 +443,7 @@ def profiles(spark: SparkSession, store: LakeStore, settings: Settings, batch: C
     datasets = store.read_arrow(DATASETS, where={"table_id": list(batch.added)}).to_pylist()
     large_ids = sorted(d["table_id"] for d in datasets if (d["n_rows"] or 0) > exact_max_rows)
     buckets = sorted({table_bucket(t, n_buckets) for t in batch.added})
-    where = {"bucket": buckets, "table_id": list(batch.added)}
+    where: dict[str, list[Any]] = {"bucket": buckets, "table_id": list(batch.added)}
     n_cells = sum((d["n_rows"] or 0) * len(d["headers"]) for d in datasets)
     if not large_ids and n_cells <= driver_max_cells:
         stat_rows = measured_locally(store.read_arrow(CELLS, columns=["table_id", "col", "value"], where=where))

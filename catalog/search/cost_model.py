@@ -18,10 +18,12 @@ import datetime as dt
 import logging
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, Table, insert, select, update
 
 from catalog.models.josie import JosieCostModel
 from catalog.search.josie_index_reader import IndexReader
@@ -31,7 +33,7 @@ log = logging.getLogger(__name__)
 
 _LIST_BLOCK = 32  # sampled lists of similar length read together, as the search reads its lists in blocks
 
-josie_cost_model = JosieCostModel.__table__
+josie_cost_model = cast(Table, JosieCostModel.__table__)
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ def _best_of(repeats: int, read) -> float:  # type: ignore[no-untyped-def]
     return best
 
 
-def _line(x: list[int], y: list[float]) -> tuple[float, float]:
+def _line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
     """Least-squares intercept and slope; slope is kept >= 0 (a flat line when sizes do not vary)."""
     xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if np.ptp(xa) == 0:

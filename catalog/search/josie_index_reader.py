@@ -203,7 +203,7 @@ def _spread(count: int, n: int, rng: random.Random) -> list[int]:
     sets sit at the end of the order) plus uniform random ones."""
     if count <= n:
         return list(range(count))
-    top = set()
+    top: set[int] = set()
     step = 1
     while step <= count and len(top) < n // 2:
         top.add(count - step)
@@ -477,9 +477,10 @@ class DbIndexReader:
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
         if not rows:
             return PackedLists(offsets[:0].astype("<i4"), offsets[:0].astype("<i4"), offsets[:0].astype("<i4"), offsets)
-        _, sids, poss, sizes = zip(*rows, strict=True)
-        if not isinstance(sids[0], bytes | memoryview):
-            sids, poss, sizes = ([_bytes(b) for b in col] for col in (sids, poss, sizes))
+        _, *columns = zip(*rows, strict=True)
+        if not isinstance(columns[0][0], bytes | memoryview):
+            columns = [tuple(map(_bytes, col)) for col in columns]
+        sids, poss, sizes = columns
         np.cumsum(np.fromiter(map(len, sids), dtype=np.int64, count=len(sids)), out=offsets[1:])
         offsets //= 4
         return PackedLists(np.frombuffer(b"".join(sids), dtype="<i4"), np.frombuffer(b"".join(poss), dtype="<i4"),

@@ -306,11 +306,7 @@ def _settle_by_sets(reader: IndexReader, cand: _Candidates, top: TopK, costs: Co
     Algorithm 1 reads only candidates whose estimate beats the k-th overlap; one whose estimate does
     not, but whose bound still does, keeps the search reading lists to the end of the query, and in a
     large query those last lists are the longest. Reading its set instead settles it as exactly."""
-    ids = cand.pending()
-    pruned = _below(cand.upper_bounds(ids, n, i), top.kth, top.exact_ties)
-    if pruned.any():
-        cand.finish(ids[pruned])
-        ids = ids[~pruned]
+    ids, _ = _prune(cand, top, n, i)
     if float(_set_costs(costs, cand.size[ids] - 1 - cand.j[ids]).sum()) > cost_lists:
         return False
     for x in _best_first(cand, ids, n, i):
@@ -322,18 +318,25 @@ def _settle_by_sets(reader: IndexReader, cand: _Candidates, top: TopK, costs: Co
     return True
 
 
+def _prune(cand: _Candidates, top: TopK, n: int, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """Finish the pending candidates whose bound at position i cannot reach the k-th overlap; the
+    others' ids and bounds."""
+    ids = cand.pending()
+    ub = cand.upper_bounds(ids, n, i)
+    pruned = _below(ub, top.kth, top.exact_ties)
+    if pruned.any():
+        cand.finish(ids[pruned])
+        ids, ub = ids[~pruned], ub[~pruned]
+    return ids, ub
+
+
 def _assess(cand: _Candidates, top: TopK, costs: CostModel, n: int, i: int, next_end: int, batch_size: int, *,
             with_benefit: bool, estimate: bool = True) -> tuple[list[tuple[int, int]], float]:
     """Prune dominated candidates; estimate the others' overlaps (Eq. 4) and the benefit of reading
     the next batch of lists (Eqs. 9–12). Returns ([(est, set_id)] best first, benefit of the batch);
     when estimating and no estimate beats the k-th overlap (nothing will be read), ([], 0.0)."""
-    ids = cand.pending()
-    ub = cand.upper_bounds(ids, n, i)
+    ids, ub = _prune(cand, top, n, i)
     kth = top.kth
-    pruned = _below(ub, kth, top.exact_ties)
-    if pruned.any():
-        cand.finish(ids[pruned])
-        ids, ub = ids[~pruned], ub[~pruned]
     i0 = cand.i0[ids]
     window = i - i0 + 1
     watched = window > batch_size  # fewer lists watched are too few to estimate (released code's rule)

@@ -91,7 +91,7 @@ class ListReader:
         # Read-ahead grows with what the search has consumed (up to 256 lists a round trip): a search
         # that ends early fetched at most about twice what it read, a long one makes few round trips.
         ahead = min(_MAX_AHEAD, max(self.block, self.stats.n_lists_read))
-        stop = max(run_idx + 1, min(run_idx + ahead, len(self.ends), until))
+        stop = min(run_idx + ahead, len(self.ends), until)  # until > run_idx: see `segment`
         self._chunk = self.reader.read_lists_packed(self._list_ids[run_idx:stop].tolist())
         self._first = run_idx
         self.stats.n_lists_fetched += stop - run_idx

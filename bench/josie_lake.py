@@ -17,14 +17,14 @@ import math
 import numpy as np
 from sqlalchemy import Connection, delete, insert
 
-from catalog.identity import column_headers, column_id, normalize_token
-from catalog.models.josie import JosieMeta, JosiePosting, JosieSet, JosieToken
-from catalog.search.josie_index_reader import InMemoryIndex
+from catalog.core.identity import column_headers, column_id, normalize_token
+from catalog.search.josie.models import JosieMeta, JosiePosting, JosieSet, JosieToken
+from catalog.search.josie.reader import InMemoryIndex
 
 
 def store_index(conn: Connection, index: InMemoryIndex, *, chunk: int = 20_000, version: int = 1) -> None:
     """Insert `index` into empty josie_tokens/josie_sets/josie_postings through the index job's models
-    (catalog/models/josie.py) and record it as `josie_meta.index_version = version`, as the publisher
+    (catalog/search/josie/models.py) and record it as `josie_meta.index_version = version`, as the publisher
     does (readers that cache the dictionary key it on that version); the caller commits."""
     tokens = [{"token": t, "token_id": q.token_id, "frequency": q.frequency, "group_id": q.group_id}
               for t, q in index.dictionary.items()]

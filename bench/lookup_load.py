@@ -2,7 +2,7 @@
 precompute's time for the demo lake beside the index build's.
 
 1. Lands the nycflights13 demo tables (optionally a sample of `flights` rows) in a fresh lake and
-   runs the index pipeline (`spark_jobs.pipeline.STAGES`), timing every stage: "relate" is the
+   runs the index pipeline (`spark_jobs.orchestration.pipeline.STAGES`), timing every stage: "relate" is the
    precompute, the stages before it the index build.
 2. For each database: publishes the batch into a fresh catalog, starts `juncture serve` (its
    `catalog.api.server.serve`, `--workers` processes) in a child process on 127.0.0.1, and runs
@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WARM_UP_SECONDS = 5.0  # every client runs this long first (pools, prepared statements, caches)
 _SERVER = """
 import sys, dataclasses, pathlib
-from catalog.settings import load_settings
+from catalog.core.settings import load_settings
 from catalog.api.server import serve
 home, url, port, workers = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 settings = dataclasses.replace(load_settings({}, cwd=pathlib.Path(home)), catalog_url=url)
@@ -51,13 +51,13 @@ if __name__ == "__main__":
 
 def build_demo_lake(home: Path, flights_rows: int | None) -> tuple[object, dict[str, float], list[str], list[str]]:
     """(settings, stage seconds, table ids, column ids) of the demo lake, indexed."""
-    from catalog.demo import nycflights13_tables
-    from catalog.identity import column_headers
-    from catalog.settings import SparkSettings, load_settings
-    from spark_jobs import pipeline
-    from spark_jobs.lake_store import LakeStore
-    from spark_jobs.land_tables import ParsedTable, land_batch
-    from spark_jobs.spark_session import get_spark
+    from catalog.cli.demo import nycflights13_tables
+    from catalog.core.identity import column_headers
+    from catalog.core.settings import SparkSettings, load_settings
+    from spark_jobs.orchestration import pipeline
+    from spark_jobs.lake.store import LakeStore
+    from spark_jobs.crawl.land import ParsedTable, land_batch
+    from spark_jobs.lake.session import get_spark
 
     settings = load_settings({}, cwd=home)
     settings = dataclasses.replace(settings, spark=SparkSettings(master="local[2]", shuffle_partitions=4))
@@ -217,9 +217,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pg-admin-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
     args = parser.parse_args(argv)
 
-    from spark_jobs import publish_catalog
-    from spark_jobs.change_batch import load_batch
-    from spark_jobs.lake_store import LakeStore
+    from spark_jobs.publish import catalog as publish_catalog
+    from spark_jobs.lake.batches import load_batch
+    from spark_jobs.lake.store import LakeStore
 
     home = Path(tempfile.mkdtemp(prefix="juncture-lookup-load-"))
     t0 = time.perf_counter()
@@ -242,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for database in args.databases.split(","):
         drop = None
         if database == "sqlite":
-            url = f"sqlite:///{home / 'catalog.db'}"
+            url = f"sqlite:///{home / 'catalog.db.engine'}"
         else:
             url, drop = _pg_database(args.pg_admin_url)
         try:

@@ -23,12 +23,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from catalog.demo import nycflights13_tables
-from catalog.settings import SparkSettings, load_settings
-from spark_jobs import column_tokens, detect_keys, profile_columns
-from spark_jobs.lake_store import LakeStore
-from spark_jobs.land_tables import ParsedTable, land_batch
-from spark_jobs.pipeline import run_batch
+from catalog.cli.demo import nycflights13_tables
+from catalog.core.settings import SparkSettings, load_settings
+from spark_jobs.profile import tokens as column_tokens
+from spark_jobs.profile import keys as detect_keys
+from spark_jobs.profile import profiles as profile_columns
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.crawl.land import ParsedTable, land_batch
+from spark_jobs.orchestration.pipeline import run_batch
 
 STAGES = [("tokens", column_tokens.run), ("profile", profile_columns.run), ("keys", detect_keys.run)]
 
@@ -71,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--share", type=float, default=0.01, help="share of the tables in the incremental batch")
     args = parser.parse_args(argv)
-    from spark_jobs.spark_session import get_spark
+    from spark_jobs.lake.session import get_spark
 
     home = Path(tempfile.mkdtemp(prefix="juncture-profile-bench-"))
     base = load_settings({}, cwd=home)

@@ -21,8 +21,8 @@ from typing import Any, NamedTuple, cast
 from sqlalchemy import Connection, Engine, Select, Table, and_, bindparam, select
 from sqlalchemy.orm import Session
 
-from catalog.errors import UnknownIdError, UserError
-from catalog.models import CatalogColumn, CatalogTable, ColumnProfile, JoinableColumn, TableKey, UnionableTable
+from catalog.core.errors import UnknownIdError, UserError
+from catalog.db.models import CatalogColumn, CatalogTable, ColumnProfile, JoinableColumn, TableKey, UnionableTable
 
 Catalog = Session | Connection | Engine  # what a lookup reads from (an engine: a pooled connection per lookup)
 MAX_K = 1000  # answers per page; the precomputed lists are shorter (settings.index.*_k)

@@ -37,10 +37,10 @@ PORTAL_RETRIES: dict[str, Any] = {"retries": 4, "retry_delay": dt.timedelta(seco
 
 
 class JunctureStageOperator(SparkSubmitOperator):
-    """One pipeline stage for the pending batches (`spark_jobs.run_stage`).
+    """One pipeline stage for the pending batches (`spark_jobs.orchestration.run_stage`).
 
     Embedded (no `airflow.spark_conn_id` in the settings): runs `dag_tasks.run_stage` in this
-    process. Cluster: spark-submits `spark_jobs/run_stage.py STAGE --batch-ids …` to the connection's
+    process. Cluster: spark-submits `spark_jobs/orchestration/run_stage.py STAGE --batch-ids …` to the connection's
     master, with the caller's settings written to a juncture.toml the job loads, while this task holds
     the lake lock. Either way the task's XCom is a few counts, never rows.
     """
@@ -52,8 +52,8 @@ class JunctureStageOperator(SparkSubmitOperator):
         self.stage = stage
 
     def execute(self, context: Any) -> Any:
-        from spark_jobs import dag_tasks
-        from spark_jobs.run_stage import parse_ids
+        from spark_jobs.orchestration import tasks as dag_tasks
+        from spark_jobs.orchestration.run_stage import parse_ids
 
         settings = dag_tasks.current_settings()
         batch_ids = parse_ids(str(self.application_args[2]))

@@ -13,7 +13,7 @@ from airflow.sdk import Param, chain, dag, task
 from airflow.sdk.exceptions import AirflowFailException
 
 from dags.common import LAKE_CHANGES, PENDING_TASK, START, TAGS, JunctureStageOperator, default_args
-from spark_jobs.pipeline import STAGES
+from spark_jobs.orchestration.pipeline import STAGES
 
 PARAMS = {
     "add": Param([], type="array", items={"type": "string"}, title="Tables to add",
@@ -28,8 +28,8 @@ PARAMS = {
 def lake_index() -> None:
     @task
     def land_manual(params: dict | None = None) -> int | None:
-        from catalog.errors import UserError
-        from spark_jobs import dag_tasks
+        from catalog.core.errors import UserError
+        from spark_jobs.orchestration import tasks as dag_tasks
 
         try:
             return dag_tasks.land_manual((params or {}).get("add") or [], (params or {}).get("delete") or [])
@@ -38,7 +38,7 @@ def lake_index() -> None:
 
     @task(task_id=PENDING_TASK)
     def pending_batches() -> list[int]:
-        from spark_jobs import dag_tasks
+        from spark_jobs.orchestration import tasks as dag_tasks
 
         return dag_tasks.pending_batch_ids()
 
@@ -48,7 +48,7 @@ def lake_index() -> None:
 
     @task.short_circuit
     def rebuild_needed() -> bool:
-        from spark_jobs import dag_tasks
+        from spark_jobs.orchestration import tasks as dag_tasks
 
         return dag_tasks.rebuild_needed()
 

@@ -13,19 +13,19 @@ from dags.common import START, TAGS, default_args
 def lake_rebuild() -> None:
     @task
     def rebuild_groups() -> dict:
-        from spark_jobs import dag_tasks
+        from spark_jobs.orchestration import tasks as dag_tasks
 
         return dag_tasks.rebuild_step("rebuild_groups")
 
     @task
     def relate_all() -> dict:
-        from spark_jobs import dag_tasks
+        from spark_jobs.orchestration import tasks as dag_tasks
 
         return dag_tasks.rebuild_step("relate_all")
 
     @task
     def publish_all() -> dict:
-        from spark_jobs import dag_tasks
+        from spark_jobs.orchestration import tasks as dag_tasks
 
         return dag_tasks.rebuild_step("publish_all")
 

@@ -27,7 +27,7 @@ from airflow.sdk import BaseHook
 from fastapi import FastAPI, Query
 from fastapi.responses import HTMLResponse
 
-from catalog.settings import Settings, SourceConfig
+from catalog.core.settings import Settings, SourceConfig
 
 
 class _PortalHook(BaseHook):
@@ -99,7 +99,7 @@ class _LazyCatalogApi:
     def get(self) -> Any:
         with self._lock:
             if self._app is None:
-                from catalog.settings import load_settings
+                from catalog.core.settings import load_settings
 
                 try:
                     from catalog.api.app import create_app
@@ -117,7 +117,7 @@ _api = _LazyCatalogApi()
 
 
 def _session():  # type: ignore[no-untyped-def]
-    from catalog.db import session_scope
+    from catalog.db.engine import session_scope
 
     return session_scope(_api.get().state.engine)
 
@@ -156,7 +156,7 @@ def create_ui_app() -> FastAPI:
 
     @app.get("/table", response_class=HTMLResponse)
     def table(id: str = Query(..., max_length=2000)) -> HTMLResponse:
-        from catalog.errors import UnknownIdError
+        from catalog.core.errors import UnknownIdError
 
         with _session() as s:
             try:

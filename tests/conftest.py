@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from catalog.db import make_engine, upgrade_schema
-from catalog.settings import IndexSettings, Settings, SparkSettings, load_settings
+from catalog.db.engine import make_engine, upgrade_schema
+from catalog.core.settings import IndexSettings, Settings, SparkSettings, load_settings
 
 PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 _schema_counter = itertools.count(1)
@@ -35,7 +35,7 @@ def settings(tmp_path: Path) -> Settings:
 
 @pytest.fixture(scope="session")
 def spark():  # type: ignore[no-untyped-def]
-    from spark_jobs.spark_session import get_spark
+    from spark_jobs.lake.session import get_spark
 
     home = Path(os.environ.get("PYTEST_SPARK_HOME", "/tmp")) / f"juncture-spark-{uuid.uuid4().hex[:8]}"
     session = get_spark(make_settings(home), "juncture.tests")
@@ -74,7 +74,7 @@ def _pg_schema_url(database_url: str) -> str:
 def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The URL of an empty catalog, once on SQLite and once on PostgreSQL."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'catalog.db'}"
+        return f"sqlite:///{tmp_path / 'catalog.db.engine'}"
     return _pg_schema_url(request.getfixturevalue("pg_database"))
 
 

@@ -17,13 +17,13 @@ from fastapi import Path, Request
 from pydantic import AfterValidator
 from sqlalchemy import Connection, Engine
 
-from catalog.identity import split_column_id, valid_table_id
+from catalog.core.identity import split_column_id, valid_table_id
 
 MAX_ID_LENGTH = 4096
 
 
 def catalog_of(request: Request) -> Connection:
-    """This thread's connection of the app's reader engine (`catalog.db.open_reader`, autocommit:
+    """This thread's connection of the app's reader engine (`catalog.db.engine.open_reader`, autocommit:
     each lookup's one SELECT reads its own snapshot). Routes are `async def` and query
     synchronously: a lookup is a fraction of a millisecond, cheaper than a hop to the thread pool,
     and more throughput comes from more worker processes (`juncture serve --workers`). So a worker

@@ -20,8 +20,8 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from catalog.api.balance import Balancer, WorkerBalance
-from catalog.errors import UserError
-from catalog.settings import Settings
+from catalog.core.errors import UserError
+from catalog.core.settings import Settings
 
 log = logging.getLogger(__name__)
 MAX_WORKERS = 64

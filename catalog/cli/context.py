@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
-from catalog.settings import Settings
+from catalog.core.settings import Settings
 
 
 @dataclass
@@ -18,7 +18,7 @@ class CliContext:
     def engine(self) -> Engine:
         """The catalog database, created or upgraded to the current schema on first use."""
         if self._engine is None:
-            from catalog.db import open_catalog
+            from catalog.db.engine import open_catalog
 
             self._engine = open_catalog(self.settings.catalog_url)
         return self._engine

@@ -16,9 +16,9 @@ from typing import NoReturn
 
 from catalog.cli.commands import COMMAND_MODULES
 from catalog.cli.context import CliContext
-from catalog.errors import UserError
-from catalog.logs import configure_logging
-from catalog.settings import load_settings
+from catalog.core.errors import UserError
+from catalog.core.logs import configure_logging
+from catalog.core.settings import load_settings
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.settings import AirflowSettings, Settings
+from catalog.core.settings import AirflowSettings, Settings
 from tests.conftest import make_settings
 
 

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from catalog import airflow_env, lookup
-from catalog.db import open_catalog, session_scope
-from catalog.settings import Settings
-from spark_jobs.lake_store import LakeStore
-from spark_jobs.land_tables import ParsedTable, land_batch
+from catalog import lookup
+from spark_jobs.orchestration import airflow_runner as airflow_env
+from catalog.db.engine import open_catalog, session_scope
+from catalog.core.settings import Settings
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.crawl.land import ParsedTable, land_batch
 
 pytestmark = pytest.mark.slow
 

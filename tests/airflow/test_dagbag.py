@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from catalog import airflow_env
-from catalog.settings import Settings
+from spark_jobs.orchestration import airflow_runner as airflow_env
+from catalog.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,12 +14,13 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pytest
 
-from catalog import airflow_env, lookup
-from catalog.db import open_catalog, session_scope
-from catalog.identity import column_headers, socrata_table_id
-from catalog.settings import Settings, SourceConfig
-from spark_jobs import dag_tasks
-from spark_jobs.lake_store import LakeStore
+from catalog import lookup
+from spark_jobs.orchestration import airflow_runner as airflow_env
+from catalog.db.engine import open_catalog, session_scope
+from catalog.core.identity import column_headers, socrata_table_id
+from catalog.core.settings import Settings, SourceConfig
+from spark_jobs.orchestration import tasks as dag_tasks
+from spark_jobs.lake.store import LakeStore
 
 pytestmark = pytest.mark.slow
 

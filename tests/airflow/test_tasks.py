@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from catalog.errors import UserError
-from catalog.settings import Settings, SourceConfig, load_settings
-from spark_jobs import dag_tasks
+from catalog.core.errors import UserError
+from catalog.core.settings import Settings, SourceConfig, load_settings
+from spark_jobs.orchestration import tasks as dag_tasks
 
 
 def test_lake_lock_excludes_a_second_writer_and_names_the_holder(settings: Settings) -> None:
@@ -65,14 +65,14 @@ def test_update_conf_validates_before_triggering(settings: Settings, tmp_path: P
 
 
 def test_catalog_page_searches_and_shows_a_table(settings: Settings, monkeypatch, airflow_home) -> None:  # type: ignore[no-untyped-def]
-    from catalog import airflow_env
+    from spark_jobs.orchestration import airflow_runner as airflow_env
 
     airflow_env.prepare(dataclasses.replace(settings, airflow=dataclasses.replace(settings.airflow,
                                                                                   home=str(airflow_home))))
     from fastapi.testclient import TestClient
 
-    from catalog.db import open_catalog, session_scope
-    from catalog.models import CatalogColumn, CatalogTable
+    from catalog.db.engine import open_catalog, session_scope
+    from catalog.db.models import CatalogColumn, CatalogTable
     from plugins import airflow_plugin
 
     with session_scope(open_catalog(settings.catalog_url)) as s:
@@ -95,7 +95,7 @@ def test_catalog_page_searches_and_shows_a_table(settings: Settings, monkeypatch
 
 
 def test_airflow_loads_the_plugin_and_mounts_the_catalog(af_settings: Settings) -> None:
-    from catalog import airflow_env
+    from spark_jobs.orchestration import airflow_runner as airflow_env
 
     airflow_env.prepare(af_settings)
     from airflow import plugins_manager

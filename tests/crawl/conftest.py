@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from catalog.settings import CrawlSettings, Settings, SourceConfig
+from catalog.core.settings import CrawlSettings, Settings, SourceConfig
 from plugins.local_portal import PortalHandle, serve_in_background
-from spark_jobs.lake_store import LakeStore
+from spark_jobs.lake.store import LakeStore
 from tests.conftest import make_settings
 
 FAST_CRAWL = CrawlSettings(timeout_s=4.0, max_retries=3, backoff_base_s=0.001, backoff_max_s=0.01,

@@ -10,11 +10,11 @@ import httpx
 import pytest
 
 from catalog.cli.main import main
-from catalog.settings import SourceConfig
-from plugins.ckan_hook import CkanHook
-from plugins.http_client import HttpClient
+from catalog.core.settings import SourceConfig
+from plugins.sources.ckan import CkanHook
+from plugins.sources.http_client import HttpClient
 from plugins.local_portal import PortalHandle
-from plugins.socrata_hook import SocrataHook
+from plugins.sources.socrata import SocrataHook
 from tests.crawl.conftest import FAST_CRAWL, csv_bytes
 
 REPO = Path(__file__).parents[2]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from catalog.identity import ckan_table_id, socrata_table_id
+from catalog.core.identity import ckan_table_id, socrata_table_id
 from plugins.local_portal import PortalHandle
-from spark_jobs.crawl_sources import run_crawl
+from spark_jobs.crawl.crawl import run_crawl
 from tests.crawl.conftest import bronze, changes_of, crawl_settings, csv_bytes, table_cells
 
 CORPUS = Path(__file__).parent / "corpus"

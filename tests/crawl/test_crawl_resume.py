@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from plugins.local_portal import PortalHandle
-from spark_jobs.crawl_sources import run_crawl
+from spark_jobs.crawl.crawl import run_crawl
 from tests.crawl.conftest import bronze, changes_of, crawl_settings, csv_bytes
 
 
@@ -83,9 +83,9 @@ def test_killed_process_rerun_equals_uninterrupted(tmp_path: Path, portal: Porta
     script = textwrap.dedent(f"""
         import dataclasses, os
         from pathlib import Path
-        from catalog.settings import SourceConfig
+        from catalog.core.settings import SourceConfig
         from tests.crawl.conftest import crawl_settings
-        from spark_jobs.crawl_sources import run_crawl
+        from spark_jobs.crawl.crawl import run_crawl
         settings = crawl_settings(Path({str(run.home)!r}))
         settings = dataclasses.replace(settings, sources=(
             SourceConfig(name="soc", kind="socrata", url={portal.url!r}),

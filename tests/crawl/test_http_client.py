@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.http_client import FetchError, HostRateLimiter, HttpClient, TooLargeError, retry_after_seconds
+from plugins.sources.http_client import FetchError, HostRateLimiter, HttpClient, TooLargeError, retry_after_seconds
 from plugins.local_portal import PortalHandle
 from tests.crawl.conftest import FAST_CRAWL
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.table_parsing import ParseError, ParseLimits, parse_file
+from plugins.sources.parsing import ParseError, ParseLimits, parse_file
 
 CORPUS = Path(__file__).parent / "corpus"
 LIMITS = ParseLimits(max_cell_bytes=64 * 1024, max_decompressed_bytes=8 * 1024 * 1024)

@@ -11,9 +11,9 @@ from sqlalchemy import Column, Integer, MetaData, Table, insert, inspect, select
 from sqlalchemy.exc import IntegrityError
 
 from catalog import lookup
-from catalog.db import alembic_config, current_revision, head_revision, open_catalog, session_scope
-from catalog.errors import UnknownIdError
-from catalog.models import CatalogColumn, CatalogTable, ColumnProfile, PackedInt32Array, PackedInt64Array, TableKey
+from catalog.db.engine import alembic_config, current_revision, head_revision, open_catalog, session_scope
+from catalog.core.errors import UnknownIdError
+from catalog.db.models import CatalogColumn, CatalogTable, ColumnProfile, PackedInt32Array, PackedInt64Array, TableKey
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 
@@ -108,6 +108,6 @@ def test_sqlite_catalog_runs_in_wal_mode(tmp_path) -> None:  # type: ignore[no-u
 
 
 def test_head_constant_matches_alembic() -> None:
-    from catalog.migrations import HEAD
+    from catalog.db.migrations import HEAD
 
     assert head_revision() == HEAD

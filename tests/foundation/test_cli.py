@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from catalog.cli.main import main
-from catalog.db import open_catalog, session_scope
-from catalog.models import CatalogColumn, CatalogTable
+from catalog.db.engine import open_catalog, session_scope
+from catalog.db.models import CatalogColumn, CatalogTable
 
 CONTRACT = ["demo", "portal", "crawl", "index", "update", "rebuild", "lookup", "search", "serve"]
 JUNCTURE = str(Path(sys.executable).with_name("juncture"))
@@ -96,7 +96,7 @@ def test_verbose_logs_structured_lines(home: Path, capsys: pytest.CaptureFixture
     monkeypatch.setenv("JUNCTURE_CATALOG_URL", f"sqlite:///{home / 'fresh.db'}")  # forces a schema upgrade
     assert main(["-v", "lookup", "columns", "file:nope.csv"]) == 2
     err = capsys.readouterr().err
-    assert "level=info logger=catalog.db event=\"catalog schema upgrade\"" in err
+    assert "level=info logger=catalog.db.engine event=\"catalog schema upgrade\"" in err
 
 
 def test_quiet_and_verbose_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:

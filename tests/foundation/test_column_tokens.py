@@ -7,11 +7,11 @@ import random
 from collections import Counter
 from pathlib import Path
 
-from catalog.identity import column_headers, normalize_token
-from catalog.settings import Settings
-from spark_jobs import column_tokens
-from spark_jobs.lake_store import LakeStore
-from spark_jobs.land_tables import ParsedTable, land_batch
+from catalog.core.identity import column_headers, normalize_token
+from catalog.core.settings import Settings
+from spark_jobs.profile import tokens as column_tokens
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.crawl.land import ParsedTable, land_batch
 
 ALPHABET = [*"aZ09 .+-_/,'", "\t", "\n", "\x0b", "\x1c", "\x1f", "\u00a0", "\u2003", "ß", "İ", "ﬁ", "１", "٣",
                                     "é", "e\u0301", "Σ", "ς", "😀", "Ⅻ", "\u200b"]
@@ -85,7 +85,7 @@ def test_spark_submit_entry_point_runs_the_same_job(spark, tmp_path: Path,  # ty
         monkeypatch.delenv(var)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("JUNCTURE_HOME", str(tmp_path / "home"))
-    from catalog.settings import load_settings
+    from catalog.core.settings import load_settings
 
     settings = load_settings()
     store = LakeStore(settings.lake, spark)

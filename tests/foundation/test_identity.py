@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from catalog.identity import (
+from catalog.core.identity import (
     column_headers,
     column_id,
     file_table_id,

@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, QueryBuilder
 
-from catalog.errors import LakeError
-from spark_jobs.lake_store import LakeStore, in_predicate, sql_literal
-from spark_jobs.spark_session import has_delta_jars
+from catalog.core.errors import LakeError
+from spark_jobs.lake.store import LakeStore, in_predicate, sql_literal
+from spark_jobs.lake.session import has_delta_jars
 
 ROWS = [(f"t{i % 5}", i, i % 5 % 3, f"v{i}") for i in range(60)]
 SCHEMA = "table_id string, row long, bucket int, value string"
@@ -150,9 +150,9 @@ def test_unknown_table_and_bad_names(store: LakeStore) -> None:
 KILLED_WRITER = textwrap.dedent("""
     import os, signal, sys
     import pyarrow as pa
-    from catalog.settings import load_settings
-    from spark_jobs.lake_store import LakeStore
-    from spark_jobs.spark_session import get_spark
+    from catalog.core.settings import load_settings
+    from spark_jobs.lake.store import LakeStore
+    from spark_jobs.lake.session import get_spark
     import dataclasses
     settings = load_settings({}, cwd=__import__("pathlib").Path(sys.argv[1]))
     settings = dataclasses.replace(settings, spark=dataclasses.replace(settings.spark, master="local[1]"))

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from catalog.errors import SettingsError
-from catalog.settings import load_settings
+from catalog.core.errors import SettingsError
+from catalog.core.settings import load_settings
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -18,7 +18,7 @@ def test_defaults_live_under_home(tmp_path: Path) -> None:
     s = load_settings({}, cwd=tmp_path)
     assert s.home == tmp_path / "var"
     assert s.lake == str(tmp_path / "var" / "lake")
-    assert s.catalog_url == f"sqlite:///{tmp_path / 'var' / 'catalog.db'}"
+    assert s.catalog_url == f"sqlite:///{tmp_path / 'var' / 'catalog.db.engine'}"
     assert s.spark.master == "local[*]"
     assert s.sources == ()
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from catalog.errors import JavaError
-from catalog.settings import Settings
-from spark_jobs.spark_session import check_java, java_major_version, spark_conf
+from catalog.core.errors import JavaError
+from catalog.core.settings import Settings
+from spark_jobs.lake.session import check_java, java_major_version, spark_conf
 
 JUNCTURE = str(Path(sys.executable).with_name("juncture"))
 

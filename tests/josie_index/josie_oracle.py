@@ -13,11 +13,11 @@ import mmh3
 import numpy as np
 import pyarrow as pa
 
-from catalog.identity import table_bucket
-from spark_jobs.change_batch import ChangeBatch
-from spark_jobs.column_tokens import TOKENS_SCHEMA
-from spark_jobs.josie_tables import DIRTY_GROUP_BASE, HASH_SEED
-from spark_jobs.lake_store import LakeStore
+from catalog.core.identity import table_bucket
+from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.profile.tokens import TOKENS_SCHEMA
+from spark_jobs.josie.tables import DIRTY_GROUP_BASE, HASH_SEED
+from spark_jobs.lake.store import LakeStore
 
 Lake = dict[str, dict[str, frozenset[str]]]  # table_id -> column_id -> tokens
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import random
 
-from spark_jobs import josie_index
-from spark_jobs.lake_store import LakeStore
+from spark_jobs.josie import build as josie_index
+from spark_jobs.lake.store import LakeStore
 from tests.josie_index.josie_oracle import (
     check_invariants,
     model_sets,

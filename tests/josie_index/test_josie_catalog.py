@@ -1,21 +1,24 @@
 """End to end on SQLite and PostgreSQL: tables landed with land_batch, the tokens and josie stages,
 then the publish; the catalog copy equals the Delta copy after a build, after an incremental batch
 (which rewrites only the changed rows) and after a rebuild, and the sets equal the columns' token
-sets computed from the raw cells with catalog.identity."""
+sets computed from the raw cells with catalog.core.identity."""
 
 from __future__ import annotations
 
 import numpy as np
 from sqlalchemy import select
 
-from catalog.db import open_catalog, session_scope
-from catalog.identity import column_headers, column_id, token_set
-from catalog.models import JosieMeta, JosiePosting, JosieSet, JosieToken
-from spark_jobs import column_tokens, publish_catalog, rebuild_josie, update_josie
-from spark_jobs.lake_store import LakeStore
-from spark_jobs.land_tables import ParsedTable, land_batch
-from spark_jobs.pipeline import run_batch
-from spark_jobs.publish_josie import publish_current, publish_josie
+from catalog.db.engine import open_catalog, session_scope
+from catalog.core.identity import column_headers, column_id, token_set
+from catalog.db.models import JosieMeta, JosiePosting, JosieSet, JosieToken
+from spark_jobs.profile import tokens as column_tokens
+from spark_jobs.publish import catalog as publish_catalog
+from spark_jobs.josie import rebuild as rebuild_josie
+from spark_jobs.josie import update as update_josie
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.crawl.land import ParsedTable, land_batch
+from spark_jobs.orchestration.pipeline import run_batch
+from spark_jobs.josie.publish import publish_current, publish_josie
 from tests.josie_index.josie_oracle import Index, check_invariants, read_index
 
 

@@ -8,12 +8,12 @@ import random
 from sqlalchemy import func, select
 
 from catalog.cli.main import main
-from catalog.db import open_catalog, session_scope
-from catalog.models import JosieMeta, JosieToken
-from catalog.settings import load_settings
-from spark_jobs import update_josie
-from spark_jobs.change_batch import ChangeBatch
-from spark_jobs.lake_store import LakeStore
+from catalog.db.engine import open_catalog, session_scope
+from catalog.db.models import JosieMeta, JosieToken
+from catalog.core.settings import load_settings
+from spark_jobs.josie import update as update_josie
+from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.store import LakeStore
 from tests.josie_index.josie_oracle import check_invariants, model_sets, random_batch, read_index, write_column_tokens
 
 

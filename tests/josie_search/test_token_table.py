@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 import pytest
 
-from catalog.search.token_table import TokenTable
+from catalog.search.josie.token_table import TokenTable
 
 
 def _crc_high(s: str) -> int:

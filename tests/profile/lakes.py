@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from spark_jobs.land_tables import ParsedTable
+from spark_jobs.crawl.land import ParsedTable
 
 
 def table(tid: str, headers: list[str], rows: list[list[str | None]]) -> ParsedTable:

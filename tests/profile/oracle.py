@@ -1,5 +1,5 @@
 """Plain-Python oracles for column profiles and keys, written from the definitions in the module
-docstrings of spark_jobs/profile_columns.py and spark_jobs/detect_keys.py (dates via
+docstrings of spark_jobs/profile/profiles.py and spark_jobs/profile/keys.py (dates via
 `datetime.strptime`, keys by enumerating every combination), sharing no code with the jobs."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from catalog.identity import column_headers, normalize_token, token_set
-from spark_jobs.land_tables import ParsedTable
+from catalog.core.identity import column_headers, normalize_token, token_set
+from spark_jobs.crawl.land import ParsedTable
 
 DATE_FORMATS = ("%Y-%m-%d", "%Y/%m/%d", "%Y.%m.%d", "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y", "%d-%m-%Y", "%d %b %Y",
                 "%d %B %Y", "%b %d, %Y", "%B %d, %Y", "%b %d %Y", "%B %d %Y")

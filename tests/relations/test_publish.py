@@ -16,10 +16,10 @@ import pytest
 from sqlalchemy.orm import sessionmaker
 
 from catalog import lookup
-from catalog.db import make_engine
-from catalog.errors import UnknownIdError
-from spark_jobs import publish_catalog
-from spark_jobs.publish_relations import publish_joinable, publish_unionable
+from catalog.db.engine import make_engine
+from catalog.core.errors import UnknownIdError
+from spark_jobs.publish import catalog as publish_catalog
+from spark_jobs.publish.relations import publish_joinable, publish_unionable
 from tests.relations.lakes import brute_force_joinable, column_sets
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,11 +157,11 @@ def test_publisher_failing_midway_leaves_the_old_state_and_a_rerun_completes(two
 
 _KILLED_PUBLISH = """
 import dataclasses, pathlib, sys, time
-from catalog.settings import load_settings
-from spark_jobs import publish_catalog
-from spark_jobs.change_batch import load_batch
-from spark_jobs.lake_store import LakeStore
-from spark_jobs.publish_relations import publish_joinable, publish_unionable
+from catalog.core.settings import load_settings
+from spark_jobs.publish import catalog as publish_catalog
+from spark_jobs.lake.batches import load_batch
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.publish.relations import publish_joinable, publish_unionable
 
 url, lake, batch_id, marker, home = sys.argv[1:6]
 settings = dataclasses.replace(load_settings({}, cwd=pathlib.Path(home)), catalog_url=url, lake=lake)

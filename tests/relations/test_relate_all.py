@@ -7,12 +7,12 @@ import shutil
 from pathlib import Path
 
 from catalog import lookup
-from catalog.db import open_catalog, session_scope
-from spark_jobs import publish_catalog
-from spark_jobs.lake_store import LakeStore
-from spark_jobs.publish_josie import publish_current
-from spark_jobs.relate_joinable import JOINABLE
-from spark_jobs.relate_unionable import UNIONABLE, relate_all
+from catalog.db.engine import open_catalog, session_scope
+from spark_jobs.publish import catalog as publish_catalog
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.josie.publish import publish_current
+from spark_jobs.relate.joinable import JOINABLE
+from spark_jobs.relate.unionable import UNIONABLE, relate_all
 
 
 def gold(settings, name: str) -> list[tuple]:  # type: ignore[no-untyped-def]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from catalog.cli.context import CliContext
-from catalog.errors import NotAvailableError
+from catalog.core.errors import NotAvailableError
 
 
 def not_available(name: str):  # type: ignore[no-untyped-def]

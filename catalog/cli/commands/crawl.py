@@ -24,8 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     from tqdm import tqdm
 
-    from catalog.errors import UserError
-    from spark_jobs.crawl_sources import format_report, run_crawl
+    from catalog.core.errors import UserError
+    from spark_jobs.crawl.crawl import format_report, run_crawl
 
     if args.dir is not None:
         import os

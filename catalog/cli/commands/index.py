@@ -15,8 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    from spark_jobs.pipeline import index_pending
-    from spark_jobs.spark_session import get_spark
+    from spark_jobs.orchestration.pipeline import index_pending
+    from spark_jobs.lake.session import get_spark
 
     ctx.engine  # noqa: B018 - create or upgrade the catalog before the jobs publish into it
     spark = get_spark(ctx.settings, "juncture.index")
@@ -32,9 +32,9 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def rebuild_all(spark, ctx: CliContext) -> None:  # type: ignore[no-untyped-def]
     """What `lake_rebuild` does, in-process: regroup JOSIE, re-relate everything, publish both."""
-    from spark_jobs import rebuild_josie
-    from spark_jobs.publish_josie import publish_current
-    from spark_jobs.relate_unionable import relate_all
+    from spark_jobs.josie import rebuild as rebuild_josie
+    from spark_jobs.josie.publish import publish_current
+    from spark_jobs.relate.unionable import relate_all
 
     josie = rebuild_josie.run(spark, ctx.settings)
     if josie["mode"] == "absent":

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     import threading
     from pathlib import Path
 
-    from catalog.errors import UserError
+    from catalog.core.errors import UserError
     from plugins.local_portal import serve_in_background
 
     if not 0 <= args.port <= 65535:

@@ -15,9 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    from spark_jobs import rebuild_josie
-    from spark_jobs.publish_josie import publish_current
-    from spark_jobs.spark_session import get_spark
+    from spark_jobs.josie import rebuild as rebuild_josie
+    from spark_jobs.josie.publish import publish_current
+    from spark_jobs.lake.session import get_spark
 
     ctx.engine  # noqa: B018 - create or upgrade the catalog before publishing into it
     spark = get_spark(ctx.settings, "juncture.rebuild")

@@ -8,7 +8,7 @@ import sys
 from catalog.cli.commands._stub import not_available
 from catalog.cli.context import CliContext
 from catalog.cli.output import emit
-from catalog.errors import NotAvailableError, UserError
+from catalog.core.errors import NotAvailableError, UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,7 +52,8 @@ def run_join(args: argparse.Namespace, ctx: CliContext) -> int:
     """
     from sqlalchemy import inspect
 
-    from catalog.search import DbIndexReader, cost_model, search_join
+    from catalog.search.josie.search import DbIndexReader, search_join
+    from catalog.search.josie.search import cost_model
 
     if args.k < 1:
         raise UserError("--k must be at least 1")

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from catalog.cli.context import CliContext
-from catalog.errors import UserError
-from catalog.identity import valid_table_id
+from catalog.core.errors import UserError
+from catalog.core.identity import valid_table_id
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,13 +49,13 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     conf = update_conf(ctx, args.add, args.delete)
     settings = ctx.settings
     if settings.airflow.api_url:
-        from catalog.airflow_env import api_trigger
+        from spark_jobs.orchestration.airflow_runner import api_trigger
 
         out = api_trigger(settings, "lake_index", conf)
         print(f"triggered lake_index run {out.get('dag_run_id')} on {settings.airflow.api_url} "
               f"(+{len(conf['add'])} -{len(conf['delete'])})")
         return 0
-    from catalog.airflow_env import run_dag
+    from spark_jobs.orchestration.airflow_runner import run_dag
 
     ctx.engine  # noqa: B018 - create or upgrade the catalog before the DAG publishes into it
     with contextlib.redirect_stdout(sys.stderr):  # Airflow logs to stdout; ours is the summary only

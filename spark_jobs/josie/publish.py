@@ -1,0 +1,183 @@
+"""Publish the JOSIE index from the lake into the catalog database (the `josie` publisher).
+
+Incremental: the catalog's `josie_meta.index_version` says which index version it holds; the lake's
+`josie_changes` log says which token ids (dictionary row and posting list) and set ids each later
+version changed, so only those rows are deleted and re-inserted from the current lake tables (a key
+gone from the lake is simply deleted). A build or rebuild (`full` change), a catalog with no JOSIE
+index yet, or a gap in the log republishes everything. It runs inside the publish transaction of
+`spark_jobs.publish.catalog` (or the one of `juncture rebuild`), so readers never see half an index.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlalchemy import delete, insert, select
+from sqlalchemy.orm import Session
+
+from catalog.search.josie.models import JosieMeta, JosiePosting, JosieSet, JosieToken
+from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.josie.build import read_state
+from spark_jobs.josie.tables import (
+    CHANGE_FULL,
+    CHANGE_SET,
+    CHANGE_TOKEN,
+    JOSIE_CHANGES,
+    JOSIE_POSTINGS,
+    JOSIE_SETS,
+    JOSIE_STATE,
+    JOSIE_TOKENS,
+)
+from spark_jobs.lake.store import LakeStore
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 500  # keys per DELETE ... IN (...)
+_INSERT_ROWS = 5000  # rows per executemany
+
+
+def catalog_index_version(session: Session) -> int | None:
+    value = session.scalar(select(JosieMeta.value).where(JosieMeta.key == "index_version"))
+    return int(value) if value is not None else None
+
+
+def publish_josie(session: Session, store: LakeStore, batch: ChangeBatch | None = None) -> dict[str, int]:
+    """Bring the catalog's JOSIE tables to the lake's current index version (a publisher)."""
+    if not store.exists(JOSIE_STATE):
+        return {"josie_index_version": 0}
+    state = read_state(store)
+    target = int(state["index_version"])
+    have = catalog_index_version(session)
+    if have == target:
+        return {"josie_index_version": target, "josie_tokens_written": 0, "josie_sets_written": 0}
+    keys = None if have is None or have > target else _changed_keys(store, have, target)
+    if keys is None:
+        counts = _publish_full(session, store)
+    else:
+        counts = _publish_keys(session, store, token_ids=keys[0], set_ids=keys[1])
+    _write_meta(session, state)
+    log.info("josie index published", extra={"from_version": have, "to_version": target,
+                                             "full": keys is None, **counts})
+    return {"josie_index_version": target, **counts}
+
+
+def _changed_keys(store: LakeStore, have: int, target: int) -> tuple[list[int], list[int]] | None:
+    """Token and set ids changed by versions (have, target], or None when only a full publish will do."""
+    log_rows = store.read_arrow(JOSIE_CHANGES)
+    mask = pc.and_(pc.greater(log_rows["index_version"], have), pc.less_equal(log_rows["index_version"], target))
+    rows = log_rows.filter(mask)
+    versions = sorted(set(rows["index_version"].to_pylist()))
+    if versions != list(range(have + 1, target + 1)):
+        return None
+    if CHANGE_FULL in set(rows["kind"].to_pylist()):
+        return None
+    bases = rows.filter(pc.equal(rows["index_version"], have + 1))["base_version"].to_pylist()
+    if any(b != have for b in bases):
+        return None
+    tokens = pc.unique(rows.filter(pc.equal(rows["kind"], CHANGE_TOKEN))["key"]).to_pylist()
+    sets = pc.unique(rows.filter(pc.equal(rows["kind"], CHANGE_SET))["key"]).to_pylist()
+    return sorted(tokens), sorted(sets)
+
+
+def _publish_full(session: Session, store: LakeStore) -> dict[str, int]:
+    session.execute(delete(JosiePosting))
+    session.execute(delete(JosieSet))
+    session.execute(delete(JosieToken))
+    return _insert_all(session, store, None, None)
+
+
+def _publish_keys(session: Session, store: LakeStore, *, token_ids: list[int], set_ids: list[int]) -> dict[str, int]:
+    for chunk in _chunks(token_ids):
+        session.execute(delete(JosiePosting).where(JosiePosting.token_id.in_(chunk)))
+        session.execute(delete(JosieToken).where(JosieToken.token_id.in_(chunk)))
+    for chunk in _chunks(set_ids):
+        session.execute(delete(JosieSet).where(JosieSet.set_id.in_(chunk)))
+    return _insert_all(session, store, token_ids, set_ids)
+
+
+def _insert_all(session: Session, store: LakeStore, token_ids: list[int] | None,
+                set_ids: list[int] | None) -> dict[str, int]:
+    tokens = _rows(store, JOSIE_TOKENS, "token_id", token_ids)
+    n_tokens = _insert(session, JosieToken, ({
+        "token": t, "token_id": i, "frequency": f, "group_id": g} for t, i, f, g in zip(
+        tokens["token"].to_pylist(), tokens["token_id"].to_pylist(), tokens["frequency"].to_pylist(),
+        tokens["group_id"].to_pylist(), strict=True)))
+    postings = _rows(store, JOSIE_POSTINGS, "token_id", token_ids)
+    n_postings = _insert(session, JosiePosting, ({
+        "token_id": i, "set_ids": s, "positions": p, "sizes": z} for i, s, p, z in zip(
+        postings["token_id"].to_pylist(), _arrays(postings["set_ids"]), _arrays(postings["positions"]),
+        _arrays(postings["sizes"]), strict=True)))
+    sets = _rows(store, JOSIE_SETS, "set_id", set_ids)
+    n_sets = _insert(session, JosieSet, ({
+        "set_id": i, "column_id": c, "table_id": t, "size": z, "tokens": a} for i, c, t, z, a in zip(
+        sets["set_id"].to_pylist(), sets["column_id"].to_pylist(), sets["table_id"].to_pylist(),
+        sets["size"].to_pylist(), _arrays(sets["tokens"]), strict=True)))
+    session.flush()
+    return {"josie_tokens_written": n_tokens, "josie_postings_written": n_postings, "josie_sets_written": n_sets}
+
+
+def _rows(store: LakeStore, name: str, key: str, keys: list[int] | None) -> pa.Table:
+    table = store.read_arrow(name)
+    if keys is None:
+        return table
+    return table.filter(pc.is_in(table[key], pa.array(keys, pa.int64())))
+
+
+def _arrays(column: pa.ChunkedArray) -> list[np.ndarray]:
+    """A list<int32> column as one numpy array per row (slices of the flat values, no copies)."""
+    out: list[np.ndarray] = []
+    for chunk in column.chunks:
+        offsets = chunk.offsets.to_numpy()
+        values = chunk.values.to_numpy(zero_copy_only=False)
+        out.extend(values[offsets[i] : offsets[i + 1]] for i in range(len(chunk)))
+    return out
+
+
+def _insert(session: Session, model: Any, rows: Iterable[dict[str, Any]]) -> int:
+    n, buffer = 0, []
+    for row in rows:
+        buffer.append(row)
+        if len(buffer) >= _INSERT_ROWS:
+            session.execute(insert(model), buffer)
+            n, buffer = n + len(buffer), []
+    if buffer:
+        session.execute(insert(model), buffer)
+        n += len(buffer)
+    return n
+
+
+def _write_meta(session: Session, state: dict[str, Any]) -> None:
+    for key in ("index_version", "n_lists", "n_dirty_lists", "dirty_share", "next_set_id", "next_token_id",
+                "last_rebuild_batch"):
+        session.merge(JosieMeta(key=key, value=str(state[key])))
+
+
+def _chunks(items: list[int]) -> list[list[int]]:
+    return [items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK)]
+
+
+def publish_current(settings: Any, spark: Any = None, *, relations: bool = False) -> dict[str, int]:
+    """Publish the lake's index now in its own transaction (after `juncture rebuild`); with
+    `relations`, every joinable/unionable list too (after a full re-relate), in the same one."""
+    from catalog.db.engine import open_catalog, session_scope
+
+    engine = open_catalog(settings.catalog_url)
+    with session_scope(engine) as session:
+        if session.get_bind().dialect.name == "postgresql":  # serialize with batch publishes
+            from sqlalchemy import func
+
+            from spark_jobs.publish.catalog import PUBLISH_LOCK_KEY
+
+            session.execute(select(func.pg_advisory_xact_lock(PUBLISH_LOCK_KEY)))
+        store = LakeStore(settings.lake, spark)
+        counts = publish_josie(session, store)
+        if relations:
+            from spark_jobs.publish.relations import publish_all_relations
+
+            counts.update(publish_all_relations(session, store))
+        return counts

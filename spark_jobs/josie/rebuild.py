@@ -1,0 +1,101 @@
+"""JOSIE duplicate-group rebuild: re-sort and regroup the whole index, keeping set ids.
+
+Incremental updates leave new tokens at the end of the order and changed lists in singleton groups
+(research/josie.md §4, "Rebuild strategy"); this job rebuilds the dictionary, the integer sets and
+the posting lists from the index's own (token, set) pairs exactly as a fresh build would, except
+that set ids (and `next_set_id`) are kept. It runs when the dirty share passes
+settings.index.josie_dirty_threshold (the update stage reports `rebuild_due`), on schedule, and
+from `juncture rebuild`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from catalog.core.settings import Settings, load_settings
+from spark_jobs.josie.build import (
+    APP_ID,
+    build_index,
+    index_exists,
+    input_version,
+    read_state,
+    write_full,
+)
+from spark_jobs.josie.tables import JOSIE_SETS, JOSIE_STATE, JOSIE_TOKENS
+from spark_jobs.lake.store import LakeStore
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+REBUILD_APP_ID = "josie_rebuild"  # txn version = the index version the rebuild produces
+
+
+def rebuild(spark: SparkSession, store: LakeStore, *, hash_modulus: int = 0) -> dict[str, Any]:
+    """Rebuild the index in place; returns the new state (or {"mode": "absent"} with no index)."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    if not index_exists(store):
+        return {"mode": "absent"}
+    current = read_state(store)
+    version = int(current["index_version"]) + 1
+    # A rerun after a crash mid-rebuild: the state was not written yet, so `current` is the old
+    # state and `version` the same; tables this rebuild already committed are read as they were.
+    txn = (REBUILD_APP_ID, version)
+    versions = {n: input_version(store, n, *txn) for n in (JOSIE_TOKENS, JOSIE_SETS)}
+    tokens = store.read(JOSIE_TOKENS, version=versions[JOSIE_TOKENS])
+    sets = store.read(JOSIE_SETS, version=versions[JOSIE_SETS])
+    pairs = (sets.select("set_id", F.explode("tokens").alias("token_id"))
+             .withColumn("token_id", F.col("token_id").cast("long"))
+             .join(tokens.select("token_id", "token"), "token_id").select("token", "set_id").persist())
+    try:
+        frames = build_index(pairs, hash_modulus=hash_modulus)
+        frames.tokens = frames.tokens.persist()
+        n_tokens = frames.tokens.count()
+        last_batch = store.committed_version(JOSIE_STATE, APP_ID) or 0
+        state = {"index_version": version, "next_set_id": int(current["next_set_id"]), "next_token_id": n_tokens,
+                 "last_rebuild_batch": int(last_batch)}
+        state = write_full(store, frames, sets.select("set_id", "table_id", "column_id"), txn=txn, state=state)
+    finally:
+        spark.catalog.clearCache()
+    log.info("josie index rebuilt", extra={"index_version": version, "n_lists": state["n_lists"]})
+    return {"mode": "rebuild", **state}
+
+
+def run(spark: SparkSession, settings: Settings, batch: object | None = None) -> dict[str, Any]:
+    """Rebuild now (the `juncture rebuild` and `lake_rebuild` entry point)."""
+    return rebuild(spark, LakeStore(settings.lake, spark))
+
+
+def run_if_due(spark: SparkSession, settings: Settings) -> dict[str, Any]:
+    """Rebuild only when the dirty share passes the threshold."""
+    store = LakeStore(settings.lake, spark)
+    if not index_exists(store):
+        return {"mode": "absent"}
+    state = read_state(store)
+    if float(state["dirty_share"]) <= settings.index.josie_dirty_threshold:
+        return {"mode": "not_due", **state}
+    return rebuild(spark, store)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="rebuild_josie")
+    parser.add_argument("--if-due", action="store_true", help="only when the dirty share passes the threshold")
+    args = parser.parse_args(argv)
+    from spark_jobs.lake.session import get_spark
+
+    settings = load_settings()
+    spark = get_spark(settings, "juncture.rebuild_josie")
+    if args.if_due:
+        run_if_due(spark, settings)
+    else:
+        run(spark, settings)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

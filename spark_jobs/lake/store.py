@@ -1,0 +1,571 @@
+"""The only module that touches Delta tables: read, append, overwrite, overwrite-where, merge,
+delete-where, version and history.
+
+Two engines (DESIGN.md, "Lake storage"):
+
+* **delta-rs** (default here): the data is written as Parquet files by Spark (or pyarrow for small
+  Arrow inputs) into a staging folder, moved into the table folder, and then committed by delta-rs
+  in *one* transaction (`create_write_transaction` with add and remove actions). Until that commit
+  the new files are invisible, so a writer killed at any point leaves readers on the previous
+  version; a rerun writes fresh files and commits. Replacing rows (overwrite-where, merge) rewrites
+  only the files that can hold affected rows — the matching partitions when the table is
+  partitioned — and removes the old files in the same commit.
+* **delta-spark**, when the session has the Delta jars: Spark's own Delta writer and `DeltaTable`.
+
+Readers never go through delta-rs's pyarrow dataset (it can abort the process at exit, see
+DESIGN.md): Spark reads the snapshot's files with `basePath` so Hive-style partition folders come
+back as columns, and `read_arrow` uses pyarrow's own dataset over the same file list.
+
+Idempotent batches: pass `txn=(app_id, version)`; the commit records it and a later call with a
+version not above the recorded one is skipped (Delta's transaction identifiers).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake import Schema as DeltaSchema
+from deltalake.exceptions import TableNotFoundError
+from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
+
+from catalog.core.errors import LakeError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+Engine = Literal["auto", "delta-rs", "delta-spark"]
+_STAGING = "_staging"
+_IN_CHUNK = 5000  # values per IN (...) list in one predicate
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What one write did. `skipped` means the txn was already committed (an idempotent rerun)."""
+
+    table: str
+    version: int
+    n_files_added: int = 0
+    n_files_removed: int = 0
+    n_rows_written: int = 0
+    skipped: bool = False
+
+
+def delta_file_paths(table: DeltaTable, filters: Any = None) -> list[str]:
+    """The snapshot's data files as paths Spark and pyarrow open: delta-rs percent-encodes local
+    paths (`/data/my%20lake/…`) without a scheme, so those are decoded; remote URIs are kept."""
+    return [uri if "://" in uri else unquote(uri) for uri in table.file_uris(filters)]
+
+
+def sql_literal(value: Any) -> str:
+    """A value as a literal in a delta-rs (DataFusion SQL) predicate. The one quoting helper."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def sql_identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def in_predicate(column: str, values: Sequence[Any]) -> str:
+    """`"col" IN (...)`, split into OR-ed chunks so no single list grows unbounded."""
+    if not values:
+        return "FALSE"
+    ident = sql_identifier(column)
+    chunks = [values[i : i + _IN_CHUNK] for i in range(0, len(values), _IN_CHUNK)]
+    return " OR ".join(f"{ident} IN ({', '.join(sql_literal(v) for v in chunk)})" for chunk in chunks)
+
+
+class LakeStore:
+    """Delta tables under one root (a local path or any URI pyarrow and delta-rs both understand).
+
+    `spark` is needed to write or read Spark DataFrames; Arrow reads and writes work without it.
+    `before_commit` is called after the data files are in place and before the commit: the seam the
+    atomicity test uses to kill a writer at the worst moment.
+    """
+
+    def __init__(self, root: str, spark: SparkSession | None = None, *, engine: Engine = "auto",
+                 before_commit: Callable[[str], None] | None = None) -> None:
+        self.root = root.rstrip("/")
+        self.spark = spark
+        self.before_commit = before_commit
+        local = "://" not in self.root
+        self._fs, self._fs_root = pafs.FileSystem.from_uri(os.path.abspath(self.root) if local else self.root)
+        self.engine = self._pick_engine(engine)
+
+    def _pick_engine(self, engine: Engine) -> str:
+        if engine != "auto":
+            if engine == "delta-spark" and self.spark is None:
+                raise LakeError(self.root, "the delta-spark engine needs a Spark session")
+            return engine
+        if self.spark is not None:
+            from spark_jobs.lake.session import has_delta_jars
+
+            if has_delta_jars(self.spark):
+                return "delta-spark"
+        return "delta-rs"
+
+    # ------------------------------------------------------------------ locations and metadata
+    def uri(self, name: str) -> str:
+        if not name or "/" in name or name.startswith((".", "_")):
+            raise LakeError(name, "lake table names are simple words")
+        base = self.root if "://" in self.root else os.path.abspath(self.root)
+        return f"{base}/{name}"
+
+    def _fs_path(self, name: str, *rest: str) -> str:
+        return "/".join([self._fs_root.rstrip("/"), name, *rest])
+
+    def exists(self, name: str) -> bool:
+        return DeltaTable.is_deltatable(self.uri(name))
+
+    def _table(self, name: str, version: int | None = None) -> DeltaTable:
+        try:
+            return DeltaTable(self.uri(name), version=version)
+        except TableNotFoundError:
+            raise LakeError(name, f"no Delta table at {self.uri(name)}") from None
+
+    def version(self, name: str) -> int:
+        return self._table(name).version()
+
+    def history(self, name: str, limit: int | None = None) -> list[dict[str, Any]]:
+        return self._table(name).history(limit)
+
+    def partition_columns(self, name: str) -> list[str]:
+        return list(self._table(name).metadata().partition_columns)
+
+    def arrow_schema(self, name: str) -> pa.Schema:
+        return pa.schema(self._table(name).schema().to_arrow())  # type: ignore[arg-type]
+
+    def committed_version(self, name: str, app_id: str) -> int | None:
+        """The last batch version `app_id` committed to `name` (None if never)."""
+        if not self.exists(name):
+            return None
+        return self._table(name).transaction_version(app_id)
+
+    # ------------------------------------------------------------------ reads
+    def read(self, name: str, *, columns: Sequence[str] | None = None,
+             where: Mapping[str, Sequence[Any]] | None = None, version: int | None = None) -> DataFrame:
+        """A Spark DataFrame of the table's snapshot (latest, or `version`), optionally filtered."""
+        spark = self._need_spark("read")
+        if self.engine == "delta-spark":
+            reader = spark.read.format("delta")
+            if version is not None:
+                reader = reader.option("versionAsOf", version)
+            df = reader.load(self.uri(name))
+        else:
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            table = self._table(name, version)
+            schema = from_arrow_schema(pa.schema(table.schema().to_arrow()))  # type: ignore[arg-type]
+            files = self._files(table, where)
+            if files:
+                df = spark.read.schema(schema).option("basePath", self.uri(name)).parquet(*files)
+                df = df.select(*schema.fieldNames())
+            else:
+                df = spark.createDataFrame([], schema)
+        df = _spark_filter(df, where)
+        return df.select(*columns) if columns else df
+
+    def read_arrow(self, name: str, *, columns: Sequence[str] | None = None,
+                   where: Mapping[str, Sequence[Any]] | None = None, version: int | None = None) -> pa.Table:
+        """The snapshot as an Arrow table, without Spark (for small tables and non-Spark callers)."""
+        table = self._table(name, version)
+        schema = pa.schema(table.schema().to_arrow())  # type: ignore[arg-type]
+        files = self._files(table, where)
+        if not files:
+            out = schema.empty_table()
+        else:
+            parts = [f for f in schema if f.name in table.metadata().partition_columns]
+            dataset = pads.dataset(
+                [self._strip_scheme(f) for f in files], schema=schema, format="parquet", filesystem=self._fs,
+                partitioning=pads.partitioning(pa.schema(parts), flavor="hive") if parts else None,
+                partition_base_dir=self._fs_path(name),
+            )
+            out = dataset.to_table()
+        out = _arrow_filter(out, where)
+        return out.select(list(columns)) if columns else out
+
+    def _files(self, table: DeltaTable, where: Mapping[str, Sequence[Any]] | None) -> list[str]:
+        """Snapshot file URIs, pruned by partition values when `where` names a partition column."""
+        parts = set(table.metadata().partition_columns)
+        filters = [(c, "in", [str(v) for v in vals]) for c, vals in (where or {}).items() if c in parts]
+        return delta_file_paths(table, filters or None)
+
+    def _strip_scheme(self, uri: str) -> str:
+        """A snapshot URI as a path on `self._fs`."""
+        if "://" not in uri:
+            return uri
+        return pafs.FileSystem.from_uri(uri)[1]
+
+    # ------------------------------------------------------------------ writes
+    def append(self, name: str, data: Any, *, partition_by: Sequence[str] = (),
+               txn: tuple[str, int] | None = None) -> CommitResult:
+        """Add rows; creates the table (with `partition_by`) if it does not exist."""
+        return self._write(name, data, mode="append", partition_by=partition_by, txn=txn)
+
+    def overwrite(self, name: str, data: Any, *, partition_by: Sequence[str] = (),
+                  txn: tuple[str, int] | None = None) -> CommitResult:
+        """Replace the whole table's content in one commit (its history is kept)."""
+        return self._write(name, data, mode="overwrite", partition_by=partition_by, txn=txn)
+
+    def overwrite_where(self, name: str, data: Any, *, column: str, values: Sequence[Any],
+                        partitions: Mapping[str, Sequence[Any]] | None = None, partition_by: Sequence[str] = (),
+                        txn: tuple[str, int] | None = None) -> CommitResult:
+        """Replace every row whose `column` is in `values` by `data`, atomically (e.g. the cells of
+        the tables of one batch). Rows of `data` should themselves carry one of `values`.
+        `partitions` names the partition values those rows can live in (e.g. their table buckets),
+        so that only those partitions are rewritten."""
+        if not self.exists(name):
+            return self.append(name, data, partition_by=partition_by, txn=txn)
+        if self.engine == "delta-spark":
+            return self._spark_replace(name, data, predicate=in_predicate(column, list(values)), txn=txn)
+        return self._replace(name, data, keep=lambda old: _without_values(old, column, values),
+                             where={column: list(values), **(partitions or {})}, txn=txn)
+
+    def merge(self, name: str, data: Any, *, keys: Sequence[str], partition_by: Sequence[str] = (),
+              txn: tuple[str, int] | None = None) -> CommitResult:
+        """Upsert by `keys`: rows of `data` replace rows with equal keys, the rest are inserted."""
+        if not keys:
+            raise LakeError(name, "merge needs at least one key column")
+        if not self.exists(name):
+            return self.append(name, data, partition_by=partition_by, txn=txn)
+        if self.engine == "delta-spark":
+            return self._spark_merge(name, data, keys, txn)
+        where = {keys[0]: _distinct_values(data, keys[0])} if len(keys) == 1 else None
+        return self._replace(name, data, keep=lambda old: _without_keys(old, data, keys), where=where, txn=txn)
+
+    def delete_where(self, name: str, *, column: str, values: Sequence[Any],
+                     partitions: Mapping[str, Sequence[Any]] | None = None,
+                     txn: tuple[str, int] | None = None) -> CommitResult:
+        """Delete every row whose `column` is in `values`, in one commit (`partitions` as in
+        `overwrite_where`: where those rows can live, to skip reading the other files)."""
+        if not self.exists(name):
+            return CommitResult(name, -1, skipped=True)
+        if self._already(name, txn):
+            return CommitResult(name, self.version(name), skipped=True)
+        table = self._table(name)
+        predicate = f"({in_predicate(column, list(values))})"
+        for part_col, part_values in (partitions or {}).items():
+            predicate = f"({in_predicate(part_col, list(part_values))}) AND {predicate}"
+        metrics = table.delete(predicate, commit_properties=_commit_props(txn))
+        return CommitResult(name, table.version(), n_files_added=int(metrics.get("num_added_files", 0)),
+                            n_files_removed=int(metrics.get("num_removed_files", 0)))
+
+    # ------------------------------------------------------------------ delta-rs machinery
+    def _already(self, name: str, txn: tuple[str, int] | None) -> bool:
+        if txn is None or not self.exists(name):
+            return False
+        done = self.committed_version(name, txn[0])
+        if done is not None and done >= txn[1]:
+            log.info("batch already committed", extra={"table": name, "app_id": txn[0], "txn_version": txn[1]})
+            return True
+        return False
+
+    def _write(self, name: str, data: Any, *, mode: str, partition_by: Sequence[str],
+               txn: tuple[str, int] | None) -> CommitResult:
+        if self._already(name, txn):
+            return CommitResult(name, self.version(name), skipped=True)
+        if self.engine == "delta-spark":
+            return self._spark_write(name, data, mode=mode, partition_by=partition_by, txn=txn)
+        exists = self.exists(name)
+        parts = self.partition_columns(name) if exists else list(partition_by)
+        if exists and partition_by and list(partition_by) != parts:
+            raise LakeError(name, f"table is partitioned by {parts}, not {list(partition_by)}")
+        schema = _arrow_schema_of(data)
+        if exists:
+            self._check_schema(name, schema)
+        adds, n_rows = self._stage_files(name, data, parts)
+        removes = self._removes(_add_actions(self._table(name))) if exists and mode == "overwrite" else []
+        return self._commit(name, adds, removes, schema, parts, txn, n_rows, create=not exists)
+
+    def _replace(self, name: str, data: Any, *, keep: Callable[[Any], Any],
+                 where: Mapping[str, Sequence[Any]] | None, txn: tuple[str, int] | None) -> CommitResult:
+        """Rewrite the files that may hold rows to drop: keep their other rows, add `data`."""
+        if self._already(name, txn):
+            return CommitResult(name, self.version(name), skipped=True)
+        table = self._table(name)
+        parts = list(table.metadata().partition_columns)
+        schema = _arrow_schema_of(data)
+        self._check_schema(name, schema)
+        affected = self._affected_actions(table, where)
+        affected_uris = [f"{self.uri(name)}/{p}" for p in affected["path"]]
+        combined = data
+        if affected_uris and _is_spark(data):
+            combined = keep(self._read_uris(name, affected_uris)).unionByName(data)
+        elif affected_uris:
+            kept = keep(self._read_arrow_uris(name, affected_uris))
+            combined = pa.concat_tables([kept.select(data.column_names).cast(data.schema), data])
+        adds, n_rows = self._stage_files(name, combined, parts)
+        return self._commit(name, adds, self._removes(affected), schema, parts, txn, n_rows, create=False)
+
+    def _affected_actions(self, table: DeltaTable, where: Mapping[str, Sequence[Any]] | None) -> Any:
+        """Add actions of the files that may contain rows matching `where` (partition pruning)."""
+        actions = _add_actions(table)
+        parts = set(table.metadata().partition_columns)
+        pruning = {c: v for c, v in (where or {}).items() if c in parts}
+        if not pruning:
+            return actions
+        mask = None
+        for col, vals in pruning.items():
+            m = pc.is_in(pc.cast(actions.column(f"partition.{col}"), pa.string()), pa.array([str(v) for v in vals]))
+            mask = m if mask is None else pc.and_(mask, m)
+        return actions.filter(mask)
+
+    def _removes(self, actions: Any) -> list[RemoveAction]:
+        now = int(time.time() * 1000)
+        parts = [c for c in actions.column_names if c.startswith("partition.")]
+        rows = actions.to_pylist()
+        return [RemoveAction(path=r["path"], data_change=True, deletion_timestamp=now, size=r["size_bytes"],
+                             partition_values={c.split(".", 1)[1]: _partition_text(r[c]) for c in parts})
+                for r in rows]
+
+    def _read_uris(self, name: str, uris: list[str]) -> DataFrame:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        spark = self._need_spark("rewrite")
+        schema = from_arrow_schema(self.arrow_schema(name))
+        return spark.read.schema(schema).option("basePath", self.uri(name)).parquet(*uris).select(*schema.fieldNames())
+
+    def _read_arrow_uris(self, name: str, uris: list[str]) -> pa.Table:
+        schema = self.arrow_schema(name)
+        parts = [f for f in schema if f.name in self.partition_columns(name)]
+        dataset = pads.dataset([self._strip_scheme(u) for u in uris], schema=schema, format="parquet",
+                               filesystem=self._fs, partition_base_dir=self._fs_path(name),
+                               partitioning=pads.partitioning(pa.schema(parts), flavor="hive") if parts else None)
+        return dataset.to_table()
+
+    def _stage_files(self, name: str, data: Any, parts: list[str]) -> tuple[list[AddAction], int]:
+        """Write `data` as Parquet under the table folder; returns add actions and the row count."""
+        write_id = uuid.uuid4().hex
+        staging = self._fs_path(name, _STAGING, write_id)
+        if _is_spark(data):
+            if parts:  # one file per partition value, not one per (task, partition value)
+                writer = data.repartition(*parts).write.mode("errorifexists").partitionBy(*parts)
+            else:
+                writer = data.write.mode("errorifexists")
+            writer.parquet(self.uri(name) + f"/{_STAGING}/{write_id}")
+        else:
+            self._fs.create_dir(staging, recursive=True)
+            pq.write_to_dataset(data, staging, partition_cols=parts or None, filesystem=self._fs,
+                                basename_template="part-{i}.parquet", existing_data_behavior="error")
+        adds: list[AddAction] = []
+        n_rows = 0
+        for info in self._fs.get_file_info(pafs.FileSelector(staging, recursive=True)):
+            if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet"):
+                continue
+            rel = info.path[len(staging) + 1 :]
+            folder, _, base = rel.rpartition("/")
+            final_rel = (folder + "/" if folder else "") + f"{write_id}-{base}"
+            final = self._fs_path(name, final_rel)
+            if folder:
+                self._fs.create_dir(self._fs_path(name, folder), recursive=True)
+            self._fs.move(info.path, final)
+            meta = pq.read_metadata(final, filesystem=self._fs)
+            n_rows += meta.num_rows
+            adds.append(AddAction(path=final_rel, size=info.size, partition_values=_partition_values(folder),
+                                  modification_time=int(time.time() * 1000), data_change=True,
+                                  stats=json.dumps(_file_stats(meta))))
+        self._fs.delete_dir_contents(staging, missing_dir_ok=True)
+        self._fs.delete_dir(staging)
+        return adds, n_rows
+
+    def _commit(self, name: str, adds: list[AddAction], removes: list[RemoveAction], schema: pa.Schema,
+                parts: list[str], txn: tuple[str, int] | None, n_rows: int, *, create: bool) -> CommitResult:
+        if self.before_commit is not None:
+            self.before_commit(name)
+        props = _commit_props(txn)
+        delta_schema = DeltaSchema.from_arrow(schema)  # type: ignore[arg-type]
+        if create:
+            create_table_with_add_actions(self.uri(name), delta_schema, adds, mode="error", partition_by=parts or None,
+                                          commit_properties=props)
+        else:
+            self._table(name).create_write_transaction([*removes, *adds], mode="append", schema=delta_schema,
+                                                       partition_by=parts or None, commit_properties=props)
+        version = self.version(name)
+        log.info("lake commit", extra={"table": name, "version": version, "n_files_added": len(adds),
+                                        "n_files_removed": len(removes), "n_rows_written": n_rows})
+        return CommitResult(name, version, len(adds), len(removes), n_rows)
+
+    def _check_schema(self, name: str, schema: pa.Schema) -> None:
+        have = _delta_fields(self.arrow_schema(name))
+        want = _delta_fields(schema)
+        if have != want:
+            raise LakeError(name, f"schema mismatch: table has {have}, data has {want}")
+
+    def _need_spark(self, what: str) -> SparkSession:
+        if self.spark is None:
+            raise LakeError(self.root, f"{what} of a Spark DataFrame needs a Spark session")
+        return self.spark
+
+    # ------------------------------------------------------------------ delta-spark engine
+    def _spark_write(self, name: str, data: Any, *, mode: str, partition_by: Sequence[str],
+                     txn: tuple[str, int] | None) -> CommitResult:
+        df = self._as_spark(data)
+        writer = df.write.format("delta").mode(mode)
+        if partition_by:
+            writer = writer.partitionBy(*partition_by)
+        if txn:
+            writer = writer.option("txnAppId", txn[0]).option("txnVersion", txn[1])
+        writer.save(self.uri(name))
+        return CommitResult(name, self.version(name))
+
+    def _spark_replace(self, name: str, data: Any, *, predicate: str, txn: tuple[str, int] | None) -> CommitResult:
+        if self._already(name, txn):
+            return CommitResult(name, self.version(name), skipped=True)
+        writer = self._as_spark(data).write.format("delta").mode("overwrite").option("replaceWhere", predicate)
+        if txn:
+            writer = writer.option("txnAppId", txn[0]).option("txnVersion", txn[1])
+        writer.save(self.uri(name))
+        return CommitResult(name, self.version(name))
+
+    def _spark_merge(self, name: str, data: Any, keys: Sequence[str], txn: tuple[str, int] | None) -> CommitResult:
+        from delta.tables import DeltaTable as SparkDeltaTable
+
+        if self._already(name, txn):
+            return CommitResult(name, self.version(name), skipped=True)
+        cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+        (SparkDeltaTable.forPath(self._need_spark("merge"), self.uri(name)).alias("t")
+         .merge(self._as_spark(data).alias("s"), cond).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+        return CommitResult(name, self.version(name))
+
+    def _as_spark(self, data: Any) -> DataFrame:
+        return data if _is_spark(data) else self._need_spark("write").createDataFrame(data)
+
+
+# ---------------------------------------------------------------------- helpers on data
+def _add_actions(table: DeltaTable) -> pa.Table:
+    """The snapshot's add actions (path, size, partition.<col>…) as a pyarrow Table."""
+    return pa.table(table.get_add_actions(flatten=True))
+
+
+def _is_spark(data: Any) -> bool:
+    return type(data).__module__.startswith("pyspark.")
+
+
+def _arrow_schema_of(data: Any) -> pa.Schema:
+    if _is_spark(data):
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        return to_arrow_schema(data.schema)
+    if isinstance(data, pa.Table):
+        return data.schema
+    raise LakeError("?", f"cannot write {type(data).__name__}: pass a Spark DataFrame or a pyarrow Table")
+
+
+def _delta_fields(schema: pa.Schema) -> list[tuple[str, str]]:
+    """(name, Delta type) pairs: compares schemas the way Delta sees them (string = large_string…)."""
+    fields = json.loads(DeltaSchema.from_arrow(schema).to_json())["fields"]  # type: ignore[arg-type]
+    return [(f["name"], json.dumps(f["type"], sort_keys=True)) for f in fields]
+
+
+def _spark_filter(df: DataFrame, where: Mapping[str, Sequence[Any]] | None) -> DataFrame:
+    from pyspark.sql import functions as F  # noqa: N812
+
+    for col, vals in (where or {}).items():
+        df = df.filter(F.col(col).isin(list(vals)))
+    return df
+
+
+def _arrow_filter(table: pa.Table, where: Mapping[str, Sequence[Any]] | None) -> pa.Table:
+    for col, vals in (where or {}).items():
+        table = table.filter(pc.is_in(table[col], pa.array(list(vals), type=table.schema.field(col).type)))
+    return table
+
+
+def _without_values(old: Any, column: str, values: Sequence[Any]) -> Any:
+    """The rows of `old` whose `column` is not one of `values` (nulls are kept)."""
+    if _is_spark(old):
+        from pyspark.sql import functions as F  # noqa: N812
+
+        return old.filter(~F.coalesce(F.col(column).isin(list(values)), F.lit(False)))
+    hit = pc.is_in(old[column], pa.array(list(values), type=old.schema.field(column).type))
+    return old.filter(pc.invert(pc.fill_null(hit, False)))
+
+
+def _without_keys(old: Any, new: Any, keys: Sequence[str]) -> Any:
+    """The rows of `old` whose key does not occur in `new` (an anti-join on `keys`)."""
+    if _is_spark(old):
+        return old.join(new.select(*keys).distinct(), on=list(keys), how="left_anti")
+    return old.join(new.select(list(keys)).group_by(list(keys)).aggregate([]), keys=list(keys),
+                    join_type="left anti").select(old.column_names)
+
+
+def _distinct_values(data: Any, column: str) -> list[Any]:
+    if _is_spark(data):
+        return [r[0] for r in data.select(column).distinct().collect()]
+    return pc.unique(data[column]).to_pylist()
+
+
+def _partition_values(folder: str) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for segment in filter(None, folder.split("/")):
+        key, _, value = segment.partition("=")
+        value = unquote(value)
+        out[unquote(key)] = None if value == "__HIVE_DEFAULT_PARTITION__" else value
+    return out
+
+
+def _partition_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def _file_stats(meta: pq.FileMetaData) -> dict[str, Any]:
+    """Delta per-file stats from the Parquet footer: row count, null counts, exact min/max of
+    numeric columns. String bounds are left out because writers may truncate them."""
+    stats: dict[str, Any] = {"numRecords": meta.num_rows, "minValues": {}, "maxValues": {}, "nullCount": {}}
+    if meta.num_row_groups == 0:
+        return stats
+    schema = meta.schema.to_arrow_schema()
+    for i, field in enumerate(schema):
+        if not (pa.types.is_integer(field.type) or pa.types.is_floating(field.type)):
+            continue
+        mins, maxs, nulls = [], [], 0
+        for rg in range(meta.num_row_groups):
+            col = meta.row_group(rg).column(i)
+            st = col.statistics
+            if st is None or not st.has_min_max or st.null_count is None:
+                break
+            if pa.types.is_floating(field.type) and (st.min != st.min or st.max != st.max):
+                break  # NaN bounds say nothing
+            mins.append(st.min)
+            maxs.append(st.max)
+            nulls += st.null_count
+        else:
+            if mins:
+                stats["minValues"][field.name] = min(mins)
+                stats["maxValues"][field.name] = max(maxs)
+            stats["nullCount"][field.name] = nulls
+    return stats
+
+
+def _commit_props(txn: tuple[str, int] | None) -> CommitProperties | None:
+    if txn is None:
+        return None
+    return CommitProperties(app_transactions=[Transaction(app_id=txn[0], version=txn[1])])

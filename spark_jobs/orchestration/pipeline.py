@@ -1,0 +1,75 @@
+"""The index pipeline for change batches, in-process: what `juncture index` runs and what the
+`lake_index` DAG runs task by task.
+
+Stages run in order for each pending batch; each stage is idempotent for a batch (it records the
+batch as a Delta transaction id or a publish run), so a pipeline killed anywhere is completed by
+simply running it again. A batch is pending until `publish_catalog` has committed it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from catalog.core.logs import log_context
+from catalog.core.settings import Settings
+from spark_jobs.profile import tokens as column_tokens
+from spark_jobs.profile import keys as detect_keys
+from spark_jobs.profile import profiles as profile_columns
+from spark_jobs.publish import catalog as publish_catalog
+from spark_jobs.relate import unionable as relate_unionable
+from spark_jobs.josie import update as update_josie
+from spark_jobs.lake.batches import ChangeBatch, batch_ids, load_batch
+from spark_jobs.lake.store import LakeStore
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+Stage = Callable[["SparkSession | None", Settings, ChangeBatch], Any]
+
+# (name, job) in execution order; each later issue adds its job here (profile, keys, josie, relate…).
+STAGES: list[tuple[str, Stage]] = [
+    ("tokens", column_tokens.run),
+    ("profile", profile_columns.run),
+    ("keys", detect_keys.run),
+    ("josie", update_josie.run),
+    ("relate", relate_unionable.relate_batch),
+    ("publish", publish_catalog.run),
+]
+
+
+@dataclass
+class BatchReport:
+    batch_id: int
+    n_added: int
+    n_deleted: int
+    seconds: dict[str, float] = field(default_factory=dict)
+    results: dict[str, Any] = field(default_factory=dict)
+
+
+def pending_batches(store: LakeStore, settings: Settings) -> list[ChangeBatch]:
+    published = publish_catalog.published_batch_ids(settings)
+    return [load_batch(store, b) for b in batch_ids(store) if b not in published]
+
+
+def run_batch(spark: SparkSession | None, settings: Settings, batch: ChangeBatch,
+              stages: list[tuple[str, Stage]] | None = None) -> BatchReport:
+    report = BatchReport(batch.batch_id, len(batch.added), len(batch.deleted))
+    with log_context(batch_id=batch.batch_id):
+        for name, stage in stages or STAGES:
+            t0 = time.perf_counter()
+            report.results[name] = stage(spark, settings, batch)
+            report.seconds[name] = round(time.perf_counter() - t0, 3)
+            log.info("stage done", extra={"stage": name, "seconds": report.seconds[name]})
+    return report
+
+
+def index_pending(spark: SparkSession | None, settings: Settings) -> list[BatchReport]:
+    """Apply every pending change batch, oldest first."""
+    store = LakeStore(settings.lake, spark)
+    return [run_batch(spark, settings, batch) for batch in pending_batches(store, settings)]

@@ -1,0 +1,289 @@
+"""What the DAG tasks call: one function per task, each a single call into the jobs, no Airflow here.
+
+The DAG files in `dags/` only wire these together, so every task body is testable without Airflow
+and runs the same code `juncture crawl/index/rebuild` runs. Every function:
+
+* finds the settings with `current_settings()` (the in-process runner binds them; a scheduler's
+  worker loads them from the environment and `juncture.toml`),
+* takes the lake lock while it writes lake tables (two DAG runs never write the lake at once; a
+  second writer waits `settings.airflow.lock_wait_s`, then fails with a message naming the holder),
+* returns batch ids or small counts — never rows — because the result goes to XCom,
+* is idempotent: a task re-run after success finds its batch already applied and changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from catalog.core.errors import LakeError, UserError
+from catalog.core.logs import log_context
+from catalog.core.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+_BOUND: list[Settings] = []
+JOSIE_STATE = "josie_state"
+
+
+class LakeBusyError(LakeError):
+    """Another task holds the lake lock (a second writer would corrupt nothing, but must wait)."""
+
+
+class SourceUnavailableError(UserError):
+    """A source's listing failed as a whole; the crawl task fails and is retried with backoff."""
+
+
+# ---------------------------------------------------------------------------------------- settings
+@contextlib.contextmanager
+def bind_settings(settings: Settings) -> Iterator[Settings]:
+    """Make `settings` the ones tasks of this process use (the embedded runner and the tests)."""
+    _BOUND.append(settings)
+    try:
+        yield settings
+    finally:
+        _BOUND.pop()
+
+
+def current_settings() -> Settings:
+    return _BOUND[-1] if _BOUND else load_settings()
+
+
+def spark_for(settings: Settings, app: str) -> SparkSession:
+    from spark_jobs.lake.session import get_spark
+
+    return get_spark(settings, app)
+
+
+# ---------------------------------------------------------------------------------------- the lock
+def lock_path(settings: Settings) -> Path:
+    """The lake lock file: beside the lake when it is a local folder, else under the home."""
+    base = Path(settings.lake) if "://" not in settings.lake else Path(settings.home)
+    return base / "_juncture.lock"
+
+
+@contextlib.contextmanager
+def lake_lock(settings: Settings, owner: str, *, wait_s: float | None = None) -> Iterator[None]:
+    """Hold the lake-level write lock for the block (an OS file lock: released if the holder dies)."""
+    path = lock_path(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    wait_s = settings.airflow.lock_wait_s if wait_s is None else wait_s
+    deadline = time.monotonic() + wait_s
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "unknown"
+                    raise LakeBusyError(settings.lake, f"locked by another writer ({holder}); {owner} waited "
+                                        f"{wait_s:.0f}s and gives up (it will retry)") from None
+                time.sleep(0.5)
+        info = json.dumps({"owner": owner, "pid": os.getpid(), "host": socket.gethostname(),
+                           "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, info.encode(), 0)
+        log.info("lake lock taken", extra={"owner": owner})
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------- lake_crawl
+def source_names(settings: Settings | None = None) -> list[str]:
+    settings = settings or current_settings()
+    return [s.name for s in settings.sources]
+
+
+def crawl_source(name: str, *, settings: Settings | None = None) -> int | None:
+    """Crawl one configured source and land its changes; the batch id, or None when nothing changed."""
+    from spark_jobs.crawl.crawl import run_crawl
+
+    settings = settings or current_settings()
+    settings.source(name)  # an unknown name fails here, with the known ones listed
+    with log_context(source=name), lake_lock(settings, f"lake_crawl:{name}"):
+        report = run_crawl(settings, source_name=name)
+    if report.failed:
+        log.warning("crawl had failures", extra={"source": name, "failed": report.failed,
+                                                 "failures": [f"{d}: {r}" for d, r in report.failures][:20]})
+    if any(d == f"source {name}" for d, _ in report.failures):
+        reason = next(r for d, r in report.failures if d == f"source {name}")
+        # The whole listing failed (portal down, bad answer): fail so Airflow retries with backoff.
+        raise SourceUnavailableError(f"source {name!r} could not be listed: {reason}")
+    batch_id = report.batch_id
+    log.info("source crawled", extra={"source": name, "batch_id": batch_id})
+    return batch_id
+
+
+# ---------------------------------------------------------------------------------------- lake_index
+def land_manual(add: Sequence[str], delete: Sequence[str]) -> int | None:
+    """Land a manual update (files/folders or source names to add, table ids to delete) as a batch."""
+    if not add and not delete:
+        return None
+    from spark_jobs.lake.store import LakeStore
+    from spark_jobs.crawl.manual import land_update
+
+    settings = current_settings()
+    with lake_lock(settings, "lake_index:land_manual"):
+        batch = land_update(settings, LakeStore(settings.lake), add=list(add), delete=list(delete))
+    return batch.batch_id or None
+
+
+def pending_batch_ids() -> list[int]:
+    """Change batches landed but not yet published, oldest first."""
+    from spark_jobs.lake.store import LakeStore
+    from spark_jobs.orchestration.pipeline import pending_batches
+
+    settings = current_settings()
+    return [b.batch_id for b in pending_batches(LakeStore(settings.lake), settings)]
+
+
+def stage_names() -> list[str]:
+    from spark_jobs.orchestration.pipeline import STAGES
+
+    return [name for name, _ in STAGES]
+
+
+def run_stage(stage: str, batch_ids: Sequence[int], *, settings: Settings | None = None,
+              spark: SparkSession | None = None, lock: bool = True) -> dict[str, Any]:
+    """Run pipeline stage `stage` for each batch, oldest first (each stage is idempotent per batch)."""
+    from spark_jobs.lake.batches import load_batch
+    from spark_jobs.lake.store import LakeStore
+    from spark_jobs.orchestration.pipeline import STAGES
+
+    settings = settings or current_settings()
+    jobs = dict(STAGES)
+    if stage not in jobs:
+        raise UserError(f"unknown pipeline stage {stage!r} (stages: {', '.join(jobs)})")
+    if not batch_ids:
+        return {}
+    spark = spark or spark_for(settings, f"juncture.{stage}")
+    results: dict[str, Any] = {}
+    with lake_lock(settings, f"stage:{stage}") if lock else contextlib.nullcontext():
+        store = LakeStore(settings.lake, spark)
+        for batch_id in sorted(batch_ids):
+            with log_context(batch_id=batch_id, stage=stage):
+                t0 = time.perf_counter()
+                out = jobs[stage](spark, settings, load_batch(store, batch_id))
+                results[str(batch_id)] = _small(out)
+                log.info("stage done", extra={"seconds": round(time.perf_counter() - t0, 3)})
+    return results
+
+
+def _small(out: Any) -> Any:
+    """A stage's result as something JSON-sized for XCom and logs."""
+    if isinstance(out, dict):
+        return {str(k): v for k, v in out.items() if isinstance(v, (int, float, str, bool, type(None)))}
+    if hasattr(out, "__dataclass_fields__"):
+        return {k: getattr(out, k) for k in out.__dataclass_fields__
+                if isinstance(getattr(out, k), (int, float, str, bool, type(None)))}
+    return None
+
+
+def josie_dirty_share(settings: Settings | None = None) -> float | None:
+    """The JOSIE index's dirty share from `josie_state` (None while the index does not exist)."""
+    from spark_jobs.lake.store import LakeStore
+
+    settings = settings or current_settings()
+    store = LakeStore(settings.lake)
+    if not store.exists(JOSIE_STATE):
+        return None
+    state = store.read_arrow(JOSIE_STATE, columns=["dirty_share"])
+    return float(state["dirty_share"][0].as_py() or 0.0) if state.num_rows else None
+
+
+def rebuild_needed() -> bool:
+    settings = current_settings()
+    share = josie_dirty_share(settings)
+    needed = share is not None and share > settings.index.josie_dirty_threshold
+    log.info("rebuild check", extra={"dirty_share": share, "threshold": settings.index.josie_dirty_threshold,
+                                     "rebuild": needed})
+    return needed
+
+
+# ---------------------------------------------------------------------------------------- lake_rebuild
+def _rebuild_groups(spark: SparkSession, settings: Settings) -> Any:
+    from spark_jobs.josie import rebuild as rebuild_josie
+
+    return rebuild_josie.run(spark, settings)
+
+
+def _relate_all(spark: SparkSession, settings: Settings) -> Any:
+    """Full re-relate: every joinable and unionable list recomputed from the lake as it is."""
+    from spark_jobs.relate import unionable as relate_unionable
+
+    return relate_unionable.relate_all(spark, settings)
+
+
+def _publish_all(spark: SparkSession, settings: Settings) -> Any:
+    from spark_jobs.josie.publish import publish_current
+
+    return publish_current(settings, spark, relations=True)
+
+
+# Steps of lake_rebuild, in order; each `fn(spark, settings) -> counts` and idempotent.
+REBUILD_STEPS = {"rebuild_groups": _rebuild_groups, "relate_all": _relate_all, "publish_all": _publish_all}
+
+
+def rebuild_step(step: str) -> dict[str, Any]:
+    """Run one step of the rebuild under the lake lock."""
+    settings = current_settings()
+    spark = spark_for(settings, f"juncture.{step}")
+    with log_context(step=step), lake_lock(settings, f"lake_rebuild:{step}"):
+        t0 = time.perf_counter()
+        out = _small(REBUILD_STEPS[step](spark, settings))
+    log.info("rebuild step done", extra={"step": step, "seconds": round(time.perf_counter() - t0, 3)})
+    return out or {}
+
+
+# ---------------------------------------------------------------------------------------- settings files
+def settings_toml(settings: Settings, **spark_overrides: str) -> str:
+    """`settings` as a juncture.toml, so a spark-submitted job loads exactly the caller's settings."""
+    import dataclasses
+
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{json.dumps(str(k))} = {value(x)}" for k, x in v.items()) + "}"
+        return json.dumps(str(v))
+
+    top = {"home": str(settings.home), "lake": settings.lake, "catalog_url": settings.catalog_url,
+           "log_format": settings.log_format}
+    lines = [f"{k} = {value(v)}" for k, v in top.items()]
+    for section in ("spark", "crawl", "index", "airflow"):
+        obj = getattr(settings, section)
+        fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        if section == "spark":
+            fields.update(spark_overrides)
+        lines += ["", f"[{section}]"] + [f"{k} = {value(v)}" for k, v in fields.items()]
+    for src in settings.sources:
+        lines += ["", "[[sources]]"] + [f"{f.name} = {value(getattr(src, f.name))}" for f in dataclasses.fields(src)]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = [
+    "LakeBusyError", "bind_settings", "crawl_source", "current_settings", "josie_dirty_share", "lake_lock",
+    "land_manual", "pending_batch_ids", "rebuild_needed", "rebuild_step", "run_stage", "settings_toml",
+    "source_names", "stage_names",
+]

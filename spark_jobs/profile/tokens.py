@@ -1,0 +1,111 @@
+"""Silver `column_tokens`: each column's distinct tokens with their multiplicity, per change batch.
+
+Every index (JOSIE, LSH Ensemble, joinability) and the profiles start from this one table, so they
+all agree on what a column's set is (DESIGN.md, "Identity and normalization").
+
+Normalization runs as Spark SQL for pure-ASCII values — for those NFKC is the identity and
+`casefold()` is `lower()` — and through a Python UDF (`catalog.core.identity.normalize_token`) for the
+rest; a property test checks both paths against the Python function. Python's whitespace for
+`str.strip()` and `\\s` includes the ASCII separators 0x1c–0x1f, so the SQL path uses that class
+rather than Java's `\\s`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from catalog.core.identity import NULL_LIKES, normalize_token
+from catalog.core.settings import Settings
+from spark_jobs.lake.job_main import batch_job_main
+from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.store import CommitResult, LakeStore
+from spark_jobs.lake.bronze import CELLS, DATASETS
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+COLUMN_TOKENS = "column_tokens"
+APP_ID = "column_tokens"
+_PY_WHITESPACE = "[\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f ]+"
+
+
+def _normalize_udf(value: str | None) -> str | None:
+    return normalize_token(value)
+
+
+def normalized_token(value: Column) -> Column:
+    """A Spark expression equal to `normalize_token(value)` (None for null-likes)."""
+    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql.types import StringType
+
+    collapsed = F.regexp_replace(value, _PY_WHITESPACE, " ")
+    text = F.lower(F.regexp_replace(collapsed, "^ | $", ""))
+    m_sign = F.regexp_extract(text, r"^([+-]?)([0-9]+)\.0+$", 1)
+    m_digits = F.regexp_extract(text, r"^([+-]?)([0-9]+)\.0+$", 2)
+    digits = F.when(F.regexp_replace(m_digits, "^0+", "") == "", F.lit("0")).otherwise(
+        F.regexp_replace(m_digits, "^0+", ""))
+    integral = F.when((m_sign == "-") & (digits != "0"), F.concat(F.lit("-"), digits)).otherwise(digits)
+    ascii_token = F.when(text.rlike(r"^[+-]?[0-9]+\.0+$"), integral).otherwise(text)
+    ascii_token = F.when(ascii_token.isin(*sorted(NULL_LIKES)), F.lit(None)).otherwise(ascii_token)
+    slow = F.udf(_normalize_udf, StringType())
+    return F.when(value.isNull(), F.lit(None)).when(value.rlike("^[\\x00-\\x7f]*$"), ascii_token).otherwise(slow(value))
+
+
+def column_headers_frame(datasets: DataFrame) -> DataFrame:
+    """(table_id, col, column_id) from bronze `datasets` (headers are already contract-normalized)."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    return (datasets.select("table_id", F.posexplode("headers").alias("pos", "header"))
+            .select("table_id", (F.col("pos") + 1).cast("int").alias("col"),
+                    F.concat_ws("#", "table_id", "header").alias("column_id")))
+
+
+def column_tokens(cells: DataFrame, datasets: DataFrame) -> DataFrame:
+    """Cells -> (table_id, bucket, column_id, token, n): distinct tokens and how often each occurs."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    tokens = cells.select("table_id", "bucket", "col", normalized_token(F.col("value")).alias("token"))
+    return (tokens.where(F.col("token").isNotNull())
+            .join(column_headers_frame(datasets), ["table_id", "col"])
+            .groupBy("table_id", "bucket", "column_id", "token")
+            .agg(F.count(F.lit(1)).cast("long").alias("n")))
+
+
+def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> CommitResult:
+    """Replace the tokens of the batch's touched tables by those of its added tables."""
+    from catalog.core.identity import table_bucket
+
+    store = LakeStore(settings.lake, spark)
+    buckets = sorted({table_bucket(t, settings.index.cells_buckets) for t in batch.touched})
+    cells = store.read(CELLS, where={"bucket": buckets, "table_id": list(batch.added)}) if batch.added else None
+    datasets = store.read(DATASETS, where={"table_id": list(batch.added)}) if batch.added else None
+    if cells is None or datasets is None:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        result = spark.createDataFrame([], from_arrow_schema(TOKENS_SCHEMA))
+    else:
+        result = column_tokens(cells, datasets)
+    return store.overwrite_where(COLUMN_TOKENS, result, column="table_id", values=list(batch.touched),
+                                 partitions={"bucket": buckets}, partition_by=["bucket"],
+                                 txn=(APP_ID, batch.batch_id))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return batch_job_main("column_tokens", run, argv)
+
+
+def _tokens_schema():  # type: ignore[no-untyped-def]
+    import pyarrow as pa
+
+    return pa.schema([("table_id", pa.string()), ("bucket", pa.int32()), ("column_id", pa.string()),
+                      ("token", pa.string()), ("n", pa.int64())])
+
+
+TOKENS_SCHEMA = _tokens_schema()
+
+if __name__ == "__main__":
+    raise SystemExit(main())

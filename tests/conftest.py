@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from catalog.db.engine import make_engine, upgrade_schema
 from catalog.core.settings import IndexSettings, Settings, SparkSettings, load_settings
+from catalog.db.engine import make_engine, upgrade_schema
 
 PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 _schema_counter = itertools.count(1)

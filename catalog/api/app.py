@@ -19,9 +19,9 @@ from sqlalchemy.exc import OperationalError
 
 from catalog.api import columns, joinable, keys, tables, unionable
 from catalog.api.fast_path import LookupFastPath
-from catalog.db.engine import open_reader
 from catalog.core.errors import UnknownIdError, UserError
 from catalog.core.settings import Settings
+from catalog.db.engine import open_reader
 
 log = logging.getLogger(__name__)
 MAX_REQUEST_BYTES = 16 * 1024

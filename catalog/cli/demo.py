@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 from catalog import lookup
 from catalog.cli.output import emit
-from catalog.db.engine import session_scope
 from catalog.core.errors import UnknownIdError
 from catalog.core.settings import SourceConfig
+from catalog.db.engine import session_scope
 
 if TYPE_CHECKING:
-    from spark_jobs.orchestration.airflow_runner import DagRunResult
     from catalog.cli.context import CliContext
+    from spark_jobs.orchestration.airflow_runner import DagRunResult
 
 DEMO_TABLES = ("airlines", "airports", "planes", "weather", "flights")
 
@@ -62,9 +62,9 @@ def _dag_summary(result: DagRunResult, indent: str = "  ") -> None:
 
 def run_demo(ctx: CliContext) -> int:
     """Portal -> `lake_crawl` (which triggers `lake_index` through its asset) -> lookups, twice."""
-    from spark_jobs.orchestration.airflow_runner import run_dag
     from plugins.local_portal import four_by_four, serve_in_background
     from spark_jobs.lake.session import check_java
+    from spark_jobs.orchestration.airflow_runner import run_dag
 
     check_java()  # fail before seeding anything when Spark cannot start
     print(f"Juncture demo — home {ctx.settings.home}, catalog {ctx.settings.catalog_url}")

@@ -37,14 +37,14 @@ from typing import TYPE_CHECKING, Any
 from catalog.core.errors import UserError
 from catalog.core.logs import log_context
 from catalog.core.settings import Settings, SourceConfig, load_settings
-from plugins.sources.http_client import FetchError, HttpClient
 from plugins.sources.folder import folder_filesystem, list_folder
+from plugins.sources.http_client import FetchError, HttpClient
 from plugins.sources.listing import BadIdError, ListedTable, ListingError
-from spark_jobs.lake.batches import batch_ids, next_batch_id
-from spark_jobs.lake.store import LakeStore
-from spark_jobs.lake.bronze import DATASETS
-from spark_jobs.crawl.land import ParsedTable, land_batch
 from plugins.sources.parsing import ParseError, ParseLimits, delta_content_sha256, parse_file
+from spark_jobs.crawl.land import ParsedTable, land_batch
+from spark_jobs.lake.batches import batch_ids, next_batch_id
+from spark_jobs.lake.bronze import DATASETS
+from spark_jobs.lake.store import LakeStore
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -18,7 +18,6 @@ import pyarrow as pa
 from catalog.core.identity import column_headers, table_bucket
 from catalog.core.logs import log_context
 from spark_jobs.lake.batches import ChangeBatch, next_batch_id
-from spark_jobs.lake.store import LakeStore
 from spark_jobs.lake.bronze import (
     ADD,
     CELLS,
@@ -29,6 +28,7 @@ from spark_jobs.lake.bronze import (
     DATASETS_SCHEMA,
     DELETE,
 )
+from spark_jobs.lake.store import LakeStore
 
 log = logging.getLogger(__name__)
 

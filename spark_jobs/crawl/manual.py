@@ -22,10 +22,10 @@ import pyarrow.compute as pc
 from catalog.core.errors import UnknownIdError, UserError
 from catalog.core.identity import file_table_id, valid_table_id
 from catalog.core.settings import Settings, load_settings
-from spark_jobs.lake.batches import ChangeBatch
-from spark_jobs.lake.store import LakeStore
-from spark_jobs.lake.bronze import CHANGES, DATASETS, DELETE
 from spark_jobs.crawl.land import ParsedTable, land_batch
+from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.bronze import CHANGES, DATASETS, DELETE
+from spark_jobs.lake.store import LakeStore
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +82,8 @@ def path_tables(settings: Settings, entry: str) -> list[tuple[str, str, str, str
 
 def land_update(settings: Settings, store: LakeStore, *, add: Sequence[str], delete: Sequence[str]) -> ChangeBatch:
     """Land one batch: `add` = files, folders or configured source names; `delete` = table ids."""
-    from spark_jobs.crawl.crawl import run_crawl
     from plugins.sources.parsing import ParseLimits, delta_content_sha256, parse_file
+    from spark_jobs.crawl.crawl import run_crawl
 
     bad = [t for t in delete if not valid_table_id(t)]
     if bad:

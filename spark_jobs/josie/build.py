@@ -24,8 +24,6 @@ import pandas as pd
 import pyarrow as pa
 
 from catalog.core.settings import Settings
-from spark_jobs.lake.job_main import batch_job_main
-from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.josie.tables import (
     CHANGE_FULL,
     CHANGE_SET,
@@ -40,6 +38,8 @@ from spark_jobs.josie.tables import (
     SCHEMAS,
     STATE_SCHEMA,
 )
+from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.store import LakeStore
 
 if TYPE_CHECKING:

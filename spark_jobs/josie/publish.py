@@ -21,7 +21,6 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
 from catalog.search.josie.models import JosieMeta, JosiePosting, JosieSet, JosieToken
-from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.josie.build import read_state
 from spark_jobs.josie.tables import (
     CHANGE_FULL,
@@ -33,6 +32,7 @@ from spark_jobs.josie.tables import (
     JOSIE_STATE,
     JOSIE_TOKENS,
 )
+from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore
 
 log = logging.getLogger(__name__)

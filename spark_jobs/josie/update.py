@@ -32,8 +32,6 @@ from catalog.core.identity import table_bucket
 from catalog.core.settings import Settings
 from spark_jobs.josie import build as josie_index
 from spark_jobs.josie import update_arrow as update_josie_arrow
-from spark_jobs.lake.job_main import batch_job_main
-from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.josie.build import (
     APP_ID,
     COLUMN_TOKENS,
@@ -55,6 +53,8 @@ from spark_jobs.josie.tables import (
     JOSIE_STATE,
     JOSIE_TOKENS,
 )
+from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.store import LakeStore
 
 if TYPE_CHECKING:

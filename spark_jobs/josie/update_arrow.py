@@ -23,7 +23,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.core.identity import table_bucket
-from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.josie.build import APP_ID, COLUMN_TOKENS, commit_update, conform_any, input_version, read_state
 from spark_jobs.josie.tables import (
     CHANGE_SET,
@@ -38,6 +37,7 @@ from spark_jobs.josie.tables import (
     SETS_SCHEMA,
     TOKENS_SCHEMA,
 )
+from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore
 
 _KEY_SHIFT = 32  # (set_id, token_id) pair -> one int64 key; both ids fit in 31 bits (int32 columns)

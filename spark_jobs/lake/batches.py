@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import pyarrow.compute as pc
 
-from spark_jobs.lake.store import LakeStore
 from spark_jobs.lake.bronze import ADD, CHANGES, DELETE
+from spark_jobs.lake.store import LakeStore
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ def batch_job_main(prog: str, run: Callable[..., Any], argv: Sequence[str] | Non
     from catalog.core.logs import configure_logging
     from catalog.core.settings import load_settings
     from spark_jobs.lake.batches import load_batch
-    from spark_jobs.lake.store import LakeStore
     from spark_jobs.lake.session import get_spark
+    from spark_jobs.lake.store import LakeStore
 
     settings = load_settings()
     configure_logging(1, fmt=settings.log_format)

@@ -28,7 +28,7 @@ from catalog.core.settings import Settings
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DAGS_DIR = ROOT / "dags"
 PLUGINS_DIR = ROOT / "plugins"
 DAG_IDS = ("lake_crawl", "lake_index", "lake_rebuild")

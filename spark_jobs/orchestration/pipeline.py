@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.core.logs import log_context
 from catalog.core.settings import Settings
-from spark_jobs.profile import tokens as column_tokens
-from spark_jobs.profile import keys as detect_keys
-from spark_jobs.profile import profiles as profile_columns
-from spark_jobs.publish import catalog as publish_catalog
-from spark_jobs.relate import unionable as relate_unionable
 from spark_jobs.josie import update as update_josie
 from spark_jobs.lake.batches import ChangeBatch, batch_ids, load_batch
 from spark_jobs.lake.store import LakeStore
+from spark_jobs.profile import keys as detect_keys
+from spark_jobs.profile import profiles as profile_columns
+from spark_jobs.profile import tokens as column_tokens
+from spark_jobs.publish import catalog as publish_catalog
+from spark_jobs.relate import unionable as relate_unionable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

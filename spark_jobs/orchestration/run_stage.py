@@ -1,4 +1,4 @@
-"""`python -m spark_jobs.orchestration.run_stage STAGE --batch-ids 1,2` (or `spark-submit spark_jobs/orchestration/run_stage.py …`):
+"""`python -m spark_jobs.orchestration.run_stage STAGE --batch-ids 1,2` (or `spark-submit` of this file):
 run one pipeline stage for some change batches. What a cluster-mode `lake_index` task submits; the
 embedded mode calls the same `dag_tasks.run_stage` in-process."""
 

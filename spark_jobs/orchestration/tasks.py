@@ -138,8 +138,8 @@ def land_manual(add: Sequence[str], delete: Sequence[str]) -> int | None:
     """Land a manual update (files/folders or source names to add, table ids to delete) as a batch."""
     if not add and not delete:
         return None
-    from spark_jobs.lake.store import LakeStore
     from spark_jobs.crawl.manual import land_update
+    from spark_jobs.lake.store import LakeStore
 
     settings = current_settings()
     with lake_lock(settings, "lake_index:land_manual"):

@@ -38,10 +38,10 @@ import pyarrow.compute as pc
 
 from catalog.core.identity import table_bucket
 from catalog.core.settings import Settings
-from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.batches import ChangeBatch
-from spark_jobs.lake.store import CommitResult, LakeStore
 from spark_jobs.lake.bronze import CELLS
+from spark_jobs.lake.job_main import batch_job_main
+from spark_jobs.lake.store import CommitResult, LakeStore
 from spark_jobs.profile.profiles import COLUMN_PROFILES, DRIVER_MAX_CELLS
 
 if TYPE_CHECKING:

@@ -50,11 +50,11 @@ import pyarrow as pa
 
 from catalog.core.identity import normalize_token, table_bucket
 from catalog.core.settings import Settings
-from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.batches import ChangeBatch
-from spark_jobs.profile.tokens import COLUMN_TOKENS, normalized_token
-from spark_jobs.lake.store import CommitResult, LakeStore
 from spark_jobs.lake.bronze import CELLS, DATASETS
+from spark_jobs.lake.job_main import batch_job_main
+from spark_jobs.lake.store import CommitResult, LakeStore
+from spark_jobs.profile.tokens import COLUMN_TOKENS, normalized_token
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

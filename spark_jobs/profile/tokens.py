@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 from catalog.core.identity import NULL_LIKES, normalize_token
 from catalog.core.settings import Settings
-from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.batches import ChangeBatch
-from spark_jobs.lake.store import CommitResult, LakeStore
 from spark_jobs.lake.bronze import CELLS, DATASETS
+from spark_jobs.lake.job_main import batch_job_main
+from spark_jobs.lake.store import CommitResult, LakeStore
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

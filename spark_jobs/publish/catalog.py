@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from catalog.db.engine import open_catalog, session_scope
 from catalog.core.logs import log_context
-from catalog.db.models import CatalogColumn, CatalogTable, PublishRun
 from catalog.core.settings import Settings
-from spark_jobs.lake.batches import ChangeBatch
-from spark_jobs.lake.store import LakeStore
-from spark_jobs.lake.bronze import DATASETS
+from catalog.db.engine import open_catalog, session_scope
+from catalog.db.models import CatalogColumn, CatalogTable, PublishRun
 from spark_jobs.josie.publish import publish_josie
+from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.bronze import DATASETS
+from spark_jobs.lake.store import LakeStore
 from spark_jobs.publish.profiles import publish_keys, publish_profiles
 from spark_jobs.publish.relations import publish_joinable, publish_unionable
 

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 
 from catalog.db.models import CatalogColumn, CatalogTable, ColumnProfile, TableKey
 from spark_jobs.lake.batches import ChangeBatch
-from spark_jobs.profile.keys import KEY_SEARCHES, KEYS
 from spark_jobs.lake.store import LakeStore
+from spark_jobs.profile.keys import KEY_SEARCHES, KEYS
 from spark_jobs.profile.profiles import COLUMN_PROFILES, histogram_json, top_values_json
 
 log = logging.getLogger(__name__)

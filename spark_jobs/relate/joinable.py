@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from catalog.core.settings import Settings
-from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.batches import ChangeBatch
-from spark_jobs.profile.tokens import COLUMN_TOKENS
+from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.store import LakeStore
+from spark_jobs.profile.tokens import COLUMN_TOKENS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

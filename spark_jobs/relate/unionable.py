@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from catalog.core.settings import Settings
-from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.batches import ChangeBatch
-from spark_jobs.profile.tokens import COLUMN_TOKENS
-from spark_jobs.lake.store import LakeStore
 from spark_jobs.lake.bronze import DATASETS
+from spark_jobs.lake.job_main import batch_job_main
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.profile.tokens import COLUMN_TOKENS
 from spark_jobs.relate.joinable import JOINABLE, JOINABLE_CHANGES
 
 if TYPE_CHECKING:
@@ -364,8 +364,8 @@ def relate_all(spark: SparkSession, settings: Settings) -> dict[str, Any]:
     as it is now, replacing gold `joinable` and `unionable` in one commit each. The batch jobs'
     transaction ids stay recorded, so later batches continue incrementally from this state;
     `publish_relations.publish_all_relations` then replaces the catalog's lists."""
-    from spark_jobs.relate import joinable as relate_joinable
     from spark_jobs.lake.batches import batch_ids
+    from spark_jobs.relate import joinable as relate_joinable
 
     store = LakeStore(settings.lake, spark)
     ids = batch_ids(store)

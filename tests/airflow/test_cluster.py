@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from catalog import lookup
-from spark_jobs.orchestration import airflow_runner as airflow_env
-from catalog.db.engine import open_catalog, session_scope
 from catalog.core.settings import Settings
-from spark_jobs.lake.store import LakeStore
+from catalog.db.engine import open_catalog, session_scope
 from spark_jobs.crawl.land import ParsedTable, land_batch
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.orchestration import airflow_runner as airflow_env
 
 pytestmark = pytest.mark.slow
 

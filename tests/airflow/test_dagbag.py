@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from spark_jobs.orchestration import airflow_runner as airflow_env
 from catalog.core.settings import Settings
+from spark_jobs.orchestration import airflow_runner as airflow_env
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,12 +15,12 @@ import pyarrow as pa
 import pytest
 
 from catalog import lookup
-from spark_jobs.orchestration import airflow_runner as airflow_env
-from catalog.db.engine import open_catalog, session_scope
 from catalog.core.identity import column_headers, socrata_table_id
 from catalog.core.settings import Settings, SourceConfig
-from spark_jobs.orchestration import tasks as dag_tasks
+from catalog.db.engine import open_catalog, session_scope
 from spark_jobs.lake.store import LakeStore
+from spark_jobs.orchestration import airflow_runner as airflow_env
+from spark_jobs.orchestration import tasks as dag_tasks
 
 pytestmark = pytest.mark.slow
 

@@ -11,9 +11,9 @@ import pytest
 
 from catalog.cli.main import main
 from catalog.core.settings import SourceConfig
+from plugins.local_portal import PortalHandle
 from plugins.sources.ckan import CkanHook
 from plugins.sources.http_client import HttpClient
-from plugins.local_portal import PortalHandle
 from plugins.sources.socrata import SocrataHook
 from tests.crawl.conftest import FAST_CRAWL, csv_bytes
 

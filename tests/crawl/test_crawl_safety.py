@@ -11,15 +11,15 @@ import pytest
 from sqlalchemy import inspect
 
 from catalog import lookup
-from catalog.db.engine import open_catalog, session_scope
 from catalog.core.errors import UnknownIdError
 from catalog.core.settings import Settings
+from catalog.db.engine import open_catalog, session_scope
 from plugins.local_portal import PortalHandle
-from spark_jobs.publish import catalog as publish_catalog
-from spark_jobs.lake.batches import load_batch
 from spark_jobs.crawl.crawl import run_crawl
+from spark_jobs.lake.batches import load_batch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.orchestration.pipeline import run_batch
+from spark_jobs.publish import catalog as publish_catalog
 from tests.crawl.conftest import bronze, crawl_settings, csv_bytes
 
 EVIL = ["../../../../tmp/evil", "..", "a/../../b", "x'; DROP TABLE tables; --", "..\\..\\win", "%2e%2e%2fenc"]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from plugins.sources.http_client import FetchError, HostRateLimiter, HttpClient, TooLargeError, retry_after_seconds
 from plugins.local_portal import PortalHandle
+from plugins.sources.http_client import FetchError, HostRateLimiter, HttpClient, TooLargeError, retry_after_seconds
 from tests.crawl.conftest import FAST_CRAWL
 
 

@@ -11,8 +11,8 @@ from sqlalchemy import Column, Integer, MetaData, Table, insert, inspect, select
 from sqlalchemy.exc import IntegrityError
 
 from catalog import lookup
-from catalog.db.engine import alembic_config, current_revision, head_revision, open_catalog, session_scope
 from catalog.core.errors import UnknownIdError
+from catalog.db.engine import alembic_config, current_revision, head_revision, open_catalog, session_scope
 from catalog.db.models import CatalogColumn, CatalogTable, ColumnProfile, PackedInt32Array, PackedInt64Array, TableKey
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)

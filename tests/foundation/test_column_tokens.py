@@ -9,9 +9,9 @@ from pathlib import Path
 
 from catalog.core.identity import column_headers, normalize_token
 from catalog.core.settings import Settings
-from spark_jobs.profile import tokens as column_tokens
-from spark_jobs.lake.store import LakeStore
 from spark_jobs.crawl.land import ParsedTable, land_batch
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.profile import tokens as column_tokens
 
 ALPHABET = [*"aZ09 .+-_/,'", "\t", "\n", "\x0b", "\x1c", "\x1f", "\u00a0", "\u2003", "ß", "İ", "ﬁ", "１", "٣",
                                     "é", "e\u0301", "Σ", "ς", "😀", "Ⅻ", "\u200b"]

@@ -15,8 +15,8 @@ import pytest
 from deltalake import DeltaTable, QueryBuilder
 
 from catalog.core.errors import LakeError
-from spark_jobs.lake.store import LakeStore, in_predicate, sql_literal
 from spark_jobs.lake.session import has_delta_jars
+from spark_jobs.lake.store import LakeStore, in_predicate, sql_literal
 
 ROWS = [(f"t{i % 5}", i, i % 5 % 3, f"v{i}") for i in range(60)]
 SCHEMA = "table_id string, row long, bucket int, value string"

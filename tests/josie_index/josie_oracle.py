@@ -14,10 +14,10 @@ import numpy as np
 import pyarrow as pa
 
 from catalog.core.identity import table_bucket
-from spark_jobs.lake.batches import ChangeBatch
-from spark_jobs.profile.tokens import TOKENS_SCHEMA
 from spark_jobs.josie.tables import DIRTY_GROUP_BASE, HASH_SEED
+from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore
+from spark_jobs.profile.tokens import TOKENS_SCHEMA
 
 Lake = dict[str, dict[str, frozenset[str]]]  # table_id -> column_id -> tokens
 

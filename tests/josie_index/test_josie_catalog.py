@@ -8,17 +8,17 @@ from __future__ import annotations
 import numpy as np
 from sqlalchemy import select
 
-from catalog.db.engine import open_catalog, session_scope
 from catalog.core.identity import column_headers, column_id, token_set
-from catalog.db.models import JosieMeta, JosiePosting, JosieSet, JosieToken
-from spark_jobs.profile import tokens as column_tokens
-from spark_jobs.publish import catalog as publish_catalog
+from catalog.db.engine import open_catalog, session_scope
+from catalog.search.josie.models import JosieMeta, JosiePosting, JosieSet, JosieToken
+from spark_jobs.crawl.land import ParsedTable, land_batch
 from spark_jobs.josie import rebuild as rebuild_josie
 from spark_jobs.josie import update as update_josie
-from spark_jobs.lake.store import LakeStore
-from spark_jobs.crawl.land import ParsedTable, land_batch
-from spark_jobs.orchestration.pipeline import run_batch
 from spark_jobs.josie.publish import publish_current, publish_josie
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.orchestration.pipeline import run_batch
+from spark_jobs.profile import tokens as column_tokens
+from spark_jobs.publish import catalog as publish_catalog
 from tests.josie_index.josie_oracle import Index, check_invariants, read_index
 
 

@@ -17,8 +17,8 @@ import pytest
 from spark_jobs.josie import build as josie_index
 from spark_jobs.josie import rebuild as rebuild_josie
 from spark_jobs.josie import update as update_josie
-from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.josie.tables import JOSIE_CHANGES, JOSIE_POSTINGS, JOSIE_SETS, JOSIE_STATE, JOSIE_TOKENS
+from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore
 from tests.conftest import make_settings
 from tests.josie_index.josie_oracle import (

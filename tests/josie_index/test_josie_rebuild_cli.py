@@ -8,9 +8,9 @@ import random
 from sqlalchemy import func, select
 
 from catalog.cli.main import main
-from catalog.db.engine import open_catalog, session_scope
-from catalog.db.models import JosieMeta, JosieToken
 from catalog.core.settings import load_settings
+from catalog.db.engine import open_catalog, session_scope
+from catalog.search.josie.models import JosieMeta, JosieToken
 from spark_jobs.josie import update as update_josie
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore

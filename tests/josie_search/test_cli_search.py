@@ -14,7 +14,7 @@ import pytest
 from bench.josie_lake import store_index
 from catalog.cli.main import main
 from catalog.db.engine import open_catalog
-from catalog.search.josie.search import build_memory_index
+from catalog.search.josie import build_memory_index
 from catalog.search.josie.brute_force import brute_force_top_k
 from tests.josie_search.lakes import random_lake
 

@@ -9,11 +9,17 @@ from sqlalchemy import Engine, delete, select
 
 from bench.josie_lake import store_index
 from catalog.core.errors import UnknownIdError
-from catalog.search.josie.models import JosieCostModel, JosiePosting, JosieSet, JosieToken
-from catalog.search.josie.search import METHODS, DbIndexReader, build_memory_index, search_join, search_tokens
-from catalog.search.josie.search import cost_model
+from catalog.search.josie import (
+    METHODS,
+    DbIndexReader,
+    build_memory_index,
+    cost_model,
+    search_join,
+    search_tokens,
+)
 from catalog.search.josie.brute_force import brute_force_top_k
 from catalog.search.josie.cost_model import DEFAULT_COSTS
+from catalog.search.josie.models import JosieCostModel, JosiePosting, JosieSet, JosieToken
 from catalog.search.josie.reader import clear_dictionary_cache
 from tests.josie_search.lakes import random_lake, random_query
 

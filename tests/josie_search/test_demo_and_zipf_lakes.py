@@ -7,7 +7,7 @@ import random
 import pytest
 
 from bench.josie_lake import nycflights13_lake, zipf_lake
-from catalog.search.josie.search import METHODS, build_memory_index, search_tokens
+from catalog.search.josie import METHODS, build_memory_index, search_tokens
 from catalog.search.josie.brute_force import brute_force_top_k
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from catalog.core.identity import column_id
-from catalog.search.josie.search import METHODS, build_memory_index, search_tokens
+from catalog.search.josie import METHODS, build_memory_index, search_tokens
 from catalog.search.josie.probeset import probeset_top_k
 from catalog.search.josie.query_plan import plan_query
 from catalog.search.josie.results import SearchStats

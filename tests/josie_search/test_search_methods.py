@@ -10,13 +10,13 @@ from hypothesis import strategies as st
 
 from bench.josie_lake import zipf_lake
 from catalog.core.identity import column_id
-from catalog.search.josie.search import METHODS, build_memory_index, search_tokens
-from catalog.search.josie.search import search as josie
+from catalog.search.josie import METHODS, build_memory_index, search_tokens
+from catalog.search.josie import search as josie
 from catalog.search.josie.brute_force import brute_force_top_k
 from catalog.search.josie.cost_model import CostModel
-from catalog.search.josie.search import josie_top_k
 from catalog.search.josie.query_plan import plan_query
 from catalog.search.josie.results import SearchStats
+from catalog.search.josie.search import josie_top_k
 from tests.josie_search.lakes import random_lake, random_query
 
 # Cost models that push JOSIE to each extreme: sets cheap (reads candidates early), lists cheap.

@@ -13,17 +13,17 @@ import pytest
 
 from catalog import lookup
 from catalog.cli.main import main
-from catalog.db.engine import open_catalog, session_scope
 from catalog.core.errors import UnknownIdError
-from catalog.db.models import CatalogTable
 from catalog.core.settings import Settings
-from spark_jobs.profile import tokens as column_tokens
+from catalog.db.engine import open_catalog, session_scope
+from catalog.db.models import CatalogTable
+from spark_jobs.crawl.land import ParsedTable, land_batch
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.orchestration.pipeline import run_batch
 from spark_jobs.profile import keys as detect_keys
 from spark_jobs.profile import profiles as profile_columns
+from spark_jobs.profile import tokens as column_tokens
 from spark_jobs.publish import catalog as publish_catalog
-from spark_jobs.lake.store import LakeStore
-from spark_jobs.crawl.land import ParsedTable, land_batch
-from spark_jobs.orchestration.pipeline import run_batch
 from spark_jobs.publish.catalog import publish_tables
 from spark_jobs.publish.profiles import publish_keys, publish_profiles
 from tests.profile import lakes, oracle

@@ -14,12 +14,12 @@ import pytest
 from catalog.cli.demo import nycflights13_tables
 from catalog.core.identity import column_headers
 from catalog.core.settings import Settings
-from spark_jobs.profile import tokens as column_tokens
+from spark_jobs.crawl.land import ParsedTable, land_batch
+from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile import keys as detect_keys
 from spark_jobs.profile import profiles as profile_columns
+from spark_jobs.profile import tokens as column_tokens
 from spark_jobs.profile.keys import KeyColumn, minimal_keys
-from spark_jobs.lake.store import LakeStore
-from spark_jobs.crawl.land import ParsedTable, land_batch
 from spark_jobs.profile.profiles import value_facts
 from tests.conftest import make_settings
 from tests.profile import lakes, oracle

@@ -13,8 +13,8 @@ import pytest
 
 from catalog.core.identity import column_headers
 from catalog.core.settings import Settings
-from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.crawl.land import ParsedTable
+from spark_jobs.lake.batches import ChangeBatch
 from tests.conftest import make_settings
 from tests.relations.lakes import crafted_lake, index_batch, random_table
 

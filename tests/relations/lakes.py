@@ -7,12 +7,12 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from catalog.core.identity import column_headers, token_set
 from catalog.core.settings import Settings
+from spark_jobs.crawl.land import ParsedTable, land_batch
+from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile import tokens as column_tokens
 from spark_jobs.relate import joinable as relate_joinable
 from spark_jobs.relate import unionable as relate_unionable
-from spark_jobs.lake.batches import ChangeBatch
-from spark_jobs.lake.store import LakeStore
-from spark_jobs.crawl.land import ParsedTable, land_batch
 
 
 def random_table(rng: random.Random, name: str, vocab: int) -> ParsedTable:

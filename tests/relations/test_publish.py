@@ -16,8 +16,8 @@ import pytest
 from sqlalchemy.orm import sessionmaker
 
 from catalog import lookup
-from catalog.db.engine import make_engine
 from catalog.core.errors import UnknownIdError
+from catalog.db.engine import make_engine
 from spark_jobs.publish import catalog as publish_catalog
 from spark_jobs.publish.relations import publish_joinable, publish_unionable
 from tests.relations.lakes import brute_force_joinable, column_sets

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from catalog import lookup
 from catalog.db.engine import open_catalog, session_scope
-from spark_jobs.publish import catalog as publish_catalog
-from spark_jobs.lake.store import LakeStore
 from spark_jobs.josie.publish import publish_current
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.publish import catalog as publish_catalog
 from spark_jobs.relate.joinable import JOINABLE
 from spark_jobs.relate.unionable import UNIONABLE, relate_all
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from spark_jobs.relate import unionable as relate_unionable
 from spark_jobs.lake.store import LakeStore
+from spark_jobs.relate import unionable as relate_unionable
 from tests.relations.lakes import crafted_lake, index_batch
 
 

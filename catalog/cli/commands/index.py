@@ -15,8 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    from spark_jobs.orchestration.pipeline import index_pending
     from spark_jobs.lake.session import get_spark
+    from spark_jobs.orchestration.pipeline import index_pending
 
     ctx.engine  # noqa: B018 - create or upgrade the catalog before the jobs publish into it
     spark = get_spark(ctx.settings, "juncture.index")

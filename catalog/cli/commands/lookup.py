@@ -7,8 +7,8 @@ import argparse
 from catalog import lookup
 from catalog.cli.context import CliContext
 from catalog.cli.output import emit
-from catalog.db.engine import session_scope
 from catalog.core.errors import UserError
+from catalog.db.engine import session_scope
 
 KINDS = ("table", "columns", "profile", "keys", "joinable", "unionable")
 JOINABLE_COLUMNS = ("rank", "table_id", "column", "overlap", "containment", "candidate_containment", "jaccard",

@@ -52,8 +52,7 @@ def run_join(args: argparse.Namespace, ctx: CliContext) -> int:
     """
     from sqlalchemy import inspect
 
-    from catalog.search.josie.search import DbIndexReader, search_join
-    from catalog.search.josie.search import cost_model
+    from catalog.search.josie import DbIndexReader, cost_model, search_join
 
     if args.k < 1:
         raise UserError("--k must be at least 1")

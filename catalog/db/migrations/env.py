@@ -7,6 +7,7 @@ from alembic import context
 from sqlalchemy import engine_from_config, pool
 
 from catalog.db.models import Base
+from catalog.search.josie import models as josie_models  # noqa: F401 - registers the JOSIE tables in Base.metadata
 
 config = context.config
 target_metadata = Base.metadata

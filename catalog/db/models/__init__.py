@@ -1,9 +1,10 @@
-"""SQLAlchemy models of the catalog database, one module per concept; import them all here so that
-`Base.metadata` (which Alembic compares against) always knows every table."""
+"""SQLAlchemy models of the catalog's own entities and precomputed answers, one module per concept.
+
+Each index family keeps its models in its own folder (`catalog/search/<family>/models.py`); the
+migrations environment imports those too, so `Base.metadata` knows every table."""
 
 from catalog.db.models.base import Base, PackedInt32Array, PackedInt64Array
 from catalog.db.models.entities import CatalogColumn, CatalogTable, ColumnProfile, PublishRun, Source, TableKey
-from catalog.search.josie.models import JosieCostModel, JosieMeta, JosiePosting, JosieSet, JosieToken
 from catalog.db.models.relations import JoinableColumn, UnionableTable
 
 __all__ = [
@@ -12,11 +13,6 @@ __all__ = [
     "CatalogTable",
     "ColumnProfile",
     "JoinableColumn",
-    "JosieCostModel",
-    "JosieMeta",
-    "JosiePosting",
-    "JosieSet",
-    "JosieToken",
     "PackedInt32Array",
     "PackedInt64Array",
     "PublishRun",

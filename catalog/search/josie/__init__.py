@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from catalog.core.errors import UnknownIdError
 from catalog.core.identity import normalize_token
 from catalog.search.josie.cost_model import DEFAULT_COSTS, CostModel
+from catalog.search.josie.query_plan import QueryPlan, plan_tokens
 from catalog.search.josie.reader import (
     DbIndexReader,
     IndexReader,
@@ -29,7 +30,6 @@ from catalog.search.josie.reader import (
     QueryToken,
     build_memory_index,
 )
-from catalog.search.josie.query_plan import QueryPlan, plan_tokens
 from catalog.search.josie.results import JoinResult, SearchOutcome, SearchStats, rank
 
 METHODS = ("josie", "mergelist", "probeset", "brute")
@@ -86,9 +86,9 @@ def run_plan(reader: IndexReader, plan: QueryPlan, *, k: int, method: str, ignor
              costs: CostModel | None = None, exact_ties: bool = True) -> SearchOutcome:
     """Run one method on a prepared query (benchmarks time this part, as the paper does, §8.9)."""
     from catalog.search.josie.brute_force import scan_overlaps
-    from catalog.search.josie.search import josie_top_k
     from catalog.search.josie.mergelist import mergelist_overlaps
     from catalog.search.josie.probeset import probeset_top_k
+    from catalog.search.josie.search import josie_top_k
 
     stats = SearchStats(method=method, n_query_tokens=plan.n)
     if method == "josie":

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from catalog.core.identity import split_column_id
-from catalog.search.josie.reader import IndexReader
 from catalog.search.josie.query_plan import QueryPlan, count_matches
+from catalog.search.josie.reader import IndexReader
 from catalog.search.josie.results import JoinResult, SearchStats
 
 

@@ -26,8 +26,8 @@ import numpy as np
 from sqlalchemy import Connection, Table, insert, select, update
 
 from catalog.search.josie.models import JosieCostModel
-from catalog.search.josie.reader import IndexReader
 from catalog.search.josie.query_plan import count_matches
+from catalog.search.josie.reader import IndexReader
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from catalog.search.josie.reader import IndexReader
 from catalog.search.josie.query_plan import QueryPlan
+from catalog.search.josie.reader import IndexReader
 from catalog.search.josie.results import SearchStats
 
 

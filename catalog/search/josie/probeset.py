@@ -9,8 +9,8 @@ the answer; else its overlap is r + |X[j+1:] ∩ Q| (its first match is this run
 
 from __future__ import annotations
 
-from catalog.search.josie.reader import IndexReader
 from catalog.search.josie.query_plan import ListReader, QueryPlan, count_matches
+from catalog.search.josie.reader import IndexReader
 from catalog.search.josie.results import SearchStats, TopK
 
 

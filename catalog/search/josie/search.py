@@ -40,8 +40,8 @@ import threading
 import numpy as np
 
 from catalog.search.josie.cost_model import DEFAULT_COSTS, CostModel
-from catalog.search.josie.reader import IndexReader
 from catalog.search.josie.query_plan import ListReader, PackedLists, QueryPlan, count_matches
+from catalog.search.josie.reader import IndexReader
 from catalog.search.josie.results import SearchStats, TopK
 
 _UNSEEN, _PENDING, _DONE = 0, 1, 2

@@ -38,6 +38,8 @@ from spark_jobs.crawl.crawl import run_crawl
 from spark_jobs.orchestration.pipeline import index_pending
 from tests.crawl.conftest import crawl_settings, csv_bytes
 
+pytestmark = pytest.mark.slow  # 2-4 minutes per database on two shared cores
+
 Columns = list[list[str | None]]
 N_WIDE = 10_000
 

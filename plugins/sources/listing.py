@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from catalog.core.errors import JunctureError
+from plugins.sources.url_policy import UrlPolicy
 
 SOCRATA_ID = re.compile(r"^[a-z0-9]{4}-[a-z0-9]{4}$")
 PORTAL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,199}$")
@@ -26,7 +27,8 @@ class BadIdError(JunctureError):
 @dataclass(frozen=True)
 class ListedTable:
     """A table a source offers. `stamp` is the portal's modification stamp (or mtime:size for files);
-    `url`/`path` says where its bytes are. `problem` marks an entry that is listed but unusable."""
+    `url`/`path` says where its bytes are; `policy` is the source's URL policy, which the download
+    and its redirects follow. `problem` marks an entry that is listed but unusable."""
 
     table_id: str
     source: str
@@ -39,6 +41,7 @@ class ListedTable:
     headers: dict[str, str] = field(default_factory=dict)
     portal_types: tuple[str, ...] = ()
     problem: str | None = None
+    policy: UrlPolicy | None = field(default=None, compare=False, repr=False)
 
 
 def check_id(value: object, pattern: re.Pattern[str], what: str) -> str:

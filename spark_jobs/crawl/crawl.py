@@ -306,7 +306,7 @@ def _crawl_one(entry: ListedTable, source: SourceConfig, prev: _Prior | None, cl
                     path = str(tmp)
                 sha, n = _file_sha256(path)
         else:
-            dl = client.download(entry.url, tmp_dir, headers=entry.headers)
+            dl = client.download(entry.url, tmp_dir, headers=entry.headers, policy=entry.policy)
             tmp, sha, n, path = dl.path, dl.sha256, dl.n_bytes, str(dl.path)
             report.bytes += n
         if settled and prev.sha == sha:

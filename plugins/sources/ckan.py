@@ -108,6 +108,7 @@ class CkanHook:
                 table_id=ckan_table_id(self.host, pkg_id, res_id), source=self.source.name,
                 name=str(res.get("name") or res_id), title=str(pkg.get("title") or "") or None,
                 stamp=stamp, format=fmt, url=url, headers=self.policy.credentials_for(url, self.headers),
-                problem=f"resource URL {url[:80]!r} {refused}" if refused else None, policy=self.policy,
+                problem=f"resource URL {url[:80]!r} refused by the URL policy: {refused}" if refused else None,
+                policy=self.policy,
             ))
         return out

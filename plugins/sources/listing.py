@@ -3,6 +3,7 @@ portal ids from ever becoming paths or SQL."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -61,3 +62,15 @@ def tabular_format(fmt: str | None, url: str = "", mimetype: str | None = None) 
         if path.endswith("." + suffix):
             return suffix
     return None
+
+
+def reject_duplicate_ids(entries: list[ListedTable]) -> list[ListedTable]:
+    """Entries that share a table_id all become problems naming each other: landing both would
+    let one overwrite the other's cells, and picking one would hide the other."""
+    names: dict[str, list[str]] = {}
+    for e in entries:
+        names.setdefault(e.table_id, []).append(e.name)
+    return [e if len(names[e.table_id]) == 1 else dataclasses.replace(
+        e, problem=f"{len(names[e.table_id])} entries map to table_id {e.table_id!r}: "
+                   + ", ".join(repr(n) for n in sorted(names[e.table_id])))
+        for e in entries]

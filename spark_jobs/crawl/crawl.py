@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from catalog.core.errors import UserError
 from catalog.core.logs import log_context
 from catalog.core.settings import Settings, SourceConfig, load_settings
-from plugins.sources.folder import folder_filesystem, list_folder
+from plugins.sources.folder import folder_filesystem, list_source_folder
 from plugins.sources.http_client import FetchError, HttpClient
 from plugins.sources.listing import BadIdError, ListedTable, ListingError
 from plugins.sources.parsing import ParseError, ParseLimits, delta_content_sha256, parse_file
@@ -192,7 +192,7 @@ def _list_source(source: SourceConfig, client: HttpClient, settings: Settings) -
         from plugins.sources.ckan import CkanHook
 
         return CkanHook(source, client, page_size=settings.crawl.page_size).list_tables()
-    return list_folder(source.path, source.name)
+    return list_source_folder(source.path, source.name, settings)
 
 
 def _to_parsed(entry: ListedTable, content: Any, sha: str) -> ParsedTable:

@@ -73,7 +73,7 @@ def path_tables(settings: Settings, entry: str) -> list[tuple[str, str, str, str
             raise UserError(f"--add {entry}: not a table file (csv, tsv, json, xlsx, parquet)")
         return [(file_table_id(path.relative_to(root).as_posix()), source, fmt, str(path))]
     prefix = path.relative_to(root).as_posix()
-    out = [(file_table_id(f"{prefix}/{t.table_id.removeprefix('file:')}" if prefix != "." else t.table_id),
+    out = [(file_table_id(f"{prefix}/{t.name}") if prefix != "." else t.table_id,
             source, t.format, t.path) for t in list_folder(str(path), source)]
     if not out:
         raise UserError(f"--add {entry}: no table files found in the folder")

@@ -214,8 +214,7 @@ def run_crawl(settings: Settings, *, source_name: str | None = None, folder: str
     store = LakeStore(settings.lake, spark, before_commit=(lambda t: fault(f"commit:{t}")) if fault else None)
     files = _LakeFiles(settings.lake)
     tmp_dir = Path(settings.home) / "crawl-tmp"
-    limits = ParseLimits(max_cell_bytes=settings.crawl.max_cell_bytes,
-                         max_decompressed_bytes=settings.crawl.max_decompressed_bytes)
+    limits = ParseLimits.from_settings(settings.crawl)
     report = CrawlReport()
     prior = _prior_state(store)
     committed = set(batch_ids(store))
@@ -326,8 +325,8 @@ def _crawl_one(entry: ListedTable, source: SourceConfig, prev: _Prior | None, cl
             report.new += 1
         else:
             report.changed += 1
-    except (FetchError, ParseError, OSError) as e:
-        reason = e.reason if isinstance(e, (FetchError, ParseError)) else f"{type(e).__name__}: {e}"
+    except (FetchError, ParseError, OSError, MemoryError) as e:  # one dataset fails, the crawl goes on
+        reason = e.reason if isinstance(e, (FetchError, ParseError)) else f"{type(e).__name__}: {e}".rstrip(": ")
         report.fail(entry.table_id, reason)
     finally:
         if tmp is not None:

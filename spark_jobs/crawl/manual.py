@@ -96,8 +96,7 @@ def land_update(settings: Settings, store: LakeStore, *, add: Sequence[str], del
             if report.batch_id:
                 crawled = ChangeBatch(report.batch_id, (), ())
     landed = _landed(store)
-    limits = ParseLimits(max_cell_bytes=settings.crawl.max_cell_bytes,
-                         max_decompressed_bytes=settings.crawl.max_decompressed_bytes)
+    limits = ParseLimits.from_settings(settings.crawl)
     added: list[ParsedTable] = []
     for entry in add:
         if entry in sources:

@@ -111,14 +111,16 @@ def test_non_public_addresses_are_refused_for_a_public_portal() -> None:
 
 
 def test_a_trickling_download_ends_at_its_deadline(tmp_path: Path) -> None:
-    """One byte every 3 s never trips a 5 s read timeout; the 4 s deadline still ends it."""
+    """One byte every 4.5 s never trips a 5 s read timeout; the 2 s deadline still ends the
+    download at 2 s, while the next byte is awaited (checking the clock between chunks would only
+    notice at 4.5 s; without a deadline it would take over three minutes)."""
     with recording_server() as server:
-        server.routes["/slow.csv"] = Route(b"a\n" + b"1\n" * 20, trickle_s=3.0)
-        settings = dataclasses.replace(FAST_CRAWL, timeout_s=5.0, download_deadline_s=4.0)
+        server.routes["/slow.csv"] = Route(b"a\n" + b"1\n" * 20, trickle_s=4.5)
+        settings = dataclasses.replace(FAST_CRAWL, timeout_s=5.0, download_deadline_s=2.0)
         start = time.monotonic()
-        with HttpClient(settings) as client, pytest.raises(DeadlineError, match="deadline of 4 s"):
+        with HttpClient(settings) as client, pytest.raises(DeadlineError, match="deadline of 2 s"):
             client.download(f"{server.url}/slow.csv", tmp_path / "dl")
         elapsed = time.monotonic() - start
-        assert 3.5 <= elapsed < 5.5, elapsed
+        assert 1.9 <= elapsed < 4.0, elapsed
         assert len(server.received) == 1  # a deadline is not retried
         assert list((tmp_path / "dl").iterdir()) == []

@@ -35,7 +35,7 @@ import httpx
 
 from catalog.core.errors import JunctureError
 from catalog.core.settings import CrawlSettings
-from plugins.sources.url_policy import UrlPolicy
+from plugins.sources.url_policy import UrlPolicy, is_internal, resolve_addresses
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,9 @@ class RefusedError(FetchError):
     """The URL policy refused the URL or a redirect hop; not retried."""
 
 
-_DEADLINE = threading.local()  # `.at`: the monotonic time the current call on this thread must end by
+# This thread's current call: `.at`, the monotonic time it must end by; `.allow_internal`, whether
+# its connections may go to non-public addresses (only when the portal itself is on one).
+_DEADLINE = threading.local()
 
 
 def _bounded(timeout: float | None) -> float | None:
@@ -106,7 +108,24 @@ class _DeadlineBackend(httpcore.NetworkBackend):
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options: Any = None) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._inner.connect_tcp(host, port, _bounded(timeout), local_address, socket_options))
+        """A connection to `host`, pinned to addresses checked here: a public portal's call never
+        reaches a non-public address, even when DNS answers differently than it did for the URL check."""
+        if getattr(_DEADLINE, "allow_internal", True):
+            return _DeadlineStream(self._inner.connect_tcp(host, port, _bounded(timeout), local_address,
+                                                           socket_options))
+        addresses = resolve_addresses(host)
+        internal = [a for a in addresses if is_internal(a)]
+        if internal:
+            raise RefusedError(f"{host}:{port}", f"refused by the URL policy: host {host} resolves to the "
+                                                 f"non-public address {internal[0]}")
+        error: Exception = httpcore.ConnectError(f"{host} does not resolve")
+        for address in addresses:
+            try:
+                return _DeadlineStream(self._inner.connect_tcp(address, port, _bounded(timeout), local_address,
+                                                               socket_options))
+            except httpcore.ConnectError as e:
+                error = e
+        raise error
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
                             socket_options: Any = None) -> httpcore.NetworkStream:  # pragma: no cover - unused
@@ -216,10 +235,11 @@ class HttpClient:
         policy = policy or UrlPolicy(url, self.settings.allowed_hosts)
         _check(policy, url)
         _DEADLINE.at = time.monotonic() + self.settings.download_deadline_s
+        _DEADLINE.allow_internal = policy.home_is_internal()
         try:
             return self._retrying(method, url, params, headers or {}, handle, policy)
         finally:
-            _DEADLINE.at = None
+            _DEADLINE.at, _DEADLINE.allow_internal = None, True
 
     def _retrying(self, method: str, url: str, params: Mapping[str, Any] | None, headers: Mapping[str, str],
                   handle: Callable[[httpx.Response], Any], policy: UrlPolicy) -> Any:

@@ -14,8 +14,10 @@ credentials. The policy here is checked on the first URL and again on every redi
   https on the same host is the same origin). Once a redirect leaves that origin, they are dropped
   for the rest of the chain.
 
-The address check resolves the host when the URL is checked; the connection resolves it again, so
-a DNS answer that changes in between (rebinding) is not caught here.
+The address check runs twice: on the URL (so a refused dataset says why before any request), and
+when the HTTP client opens a connection, which resolves the host itself, refuses it if any address
+is non-public, and connects to the addresses it checked, so a DNS answer that changes between the
+two (rebinding) cannot lead inside either.
 """
 
 from __future__ import annotations
@@ -104,7 +106,8 @@ class UrlPolicy:
             self._resolved[host] = self._resolver(host)
         return self._resolved[host]
 
-    def _home_is_internal(self) -> bool:
+    def home_is_internal(self) -> bool:
+        """Whether the portal itself is on a non-public address (then so may its links be)."""
         return any(is_internal(a) for a in self._addresses(self.origin.host))
 
     def refusal(self, url: str) -> str | None:
@@ -121,7 +124,7 @@ class UrlPolicy:
             return (f"host {target.host}:{target.port} is neither the portal's own "
                     f"({self.origin.host}:{self.origin.port}) nor in crawl.allowed_hosts")
         internal = [a for a in self._addresses(target.host) if is_internal(a)]
-        if internal and not self._home_is_internal():
+        if internal and not self.home_is_internal():
             return f"host {target.host} resolves to the non-public address {internal[0]}"
         return None
 

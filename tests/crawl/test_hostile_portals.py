@@ -124,3 +124,18 @@ def test_a_trickling_download_ends_at_its_deadline(tmp_path: Path) -> None:
         assert 1.9 <= elapsed < 4.0, elapsed
         assert len(server.received) == 1  # a deadline is not retried
         assert list((tmp_path / "dl").iterdir()) == []
+
+
+def test_a_name_that_resolves_inside_when_connecting_is_refused(tmp_path: Path) -> None:
+    """DNS rebinding: the URL check was answered that `localhost` is public (as a hostile DNS
+    server would, once); the connection resolves it again, finds loopback, refuses, and the
+    server on loopback receives nothing."""
+    with recording_server() as server:
+        server.routes["/x.csv"] = Route(STOLEN)
+        port = server.url.rsplit(":", 1)[1]
+        first_answers = {"93.184.215.14": ["93.184.215.14"], "localhost": ["93.184.215.15"]}
+        policy = UrlPolicy("http://93.184.215.14/", ("localhost",), resolver=lambda h: first_answers.get(h, []))
+        assert policy.refusal(f"http://localhost:{port}/x.csv") is None
+        with HttpClient(FAST_CRAWL) as client, pytest.raises(RefusedError, match="non-public address"):
+            client.download(f"http://localhost:{port}/x.csv", tmp_path, headers={"Authorization": KEY}, policy=policy)
+        assert server.received == []

@@ -17,13 +17,12 @@ import uvicorn
 from catalog.api.app import create_app
 from catalog.cli.main import main
 from catalog.core.identity import file_table_id
-from catalog.core.settings import Settings, load_settings
+from catalog.core.settings import Settings
 from plugins.sources.listing import ListedTable, reject_duplicate_ids
 from spark_jobs.crawl.crawl import run_crawl
 from spark_jobs.lake.batches import load_batch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.orchestration.pipeline import run_batch
-from spark_jobs.orchestration.tasks import settings_toml
 from tests.crawl.conftest import bronze, crawl_settings, csv_bytes, table_cells
 
 
@@ -160,14 +159,3 @@ def test_folder_files_over_the_size_cap_fail_alone(tmp_path: Path) -> None:
     assert _ids(settings) == ["file:small.csv"]
     assert report.failures == [("file:big.csv", f"file of {len(big)} bytes is over the limit of 4096 "
                                                 "(crawl.max_download_bytes)")]
-
-
-def test_settings_keep_the_allow_list(tmp_path: Path) -> None:
-    """TOML arrays and comma-separated variables become a tuple, and the cluster-mode settings
-    file writes it back as an array."""
-    settings = crawl_settings(tmp_path / "home", allowed_hosts=("a.example", "b.example:8443"))
-    path = tmp_path / "juncture.toml"
-    path.write_text(settings_toml(settings))
-    assert load_settings({}, config_file=path, cwd=tmp_path).crawl == settings.crawl
-    env = {"JUNCTURE_CRAWL_ALLOWED_HOSTS": "x.example, y.example:81"}
-    assert load_settings(env, cwd=tmp_path / "home").crawl.allowed_hosts == ("x.example", "y.example:81")

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from catalog.core.settings import Settings, SourceConfig
+from catalog.core.settings import Settings, SourceConfig, load_settings
 from plugins.local_portal import PortalHandle
 from plugins.sources.http_client import DeadlineError, HttpClient, RefusedError
 from plugins.sources.url_policy import UrlPolicy
 from spark_jobs.crawl.crawl import run_crawl
+from spark_jobs.orchestration.tasks import settings_toml
 from tests.conftest import make_settings
-from tests.crawl.conftest import FAST_CRAWL, bronze, csv_bytes
+from tests.crawl.conftest import FAST_CRAWL, bronze, crawl_settings, csv_bytes
 from tests.crawl.hostile_servers import Route, recording_server
 
 KEY, TOKEN = "ckan-secret-key", "socrata-app-token"
@@ -139,3 +140,14 @@ def test_a_name_that_resolves_inside_when_connecting_is_refused(tmp_path: Path) 
         with HttpClient(FAST_CRAWL) as client, pytest.raises(RefusedError, match="non-public address"):
             client.download(f"http://localhost:{port}/x.csv", tmp_path, headers={"Authorization": KEY}, policy=policy)
         assert server.received == []
+
+
+def test_settings_keep_the_allow_list(tmp_path: Path) -> None:
+    """TOML arrays and comma-separated variables become a tuple, and the cluster-mode settings
+    file writes it back as an array."""
+    settings = crawl_settings(tmp_path / "home", allowed_hosts=("a.example", "b.example:8443"))
+    path = tmp_path / "juncture.toml"
+    path.write_text(settings_toml(settings))
+    assert load_settings({}, config_file=path, cwd=tmp_path).crawl == settings.crawl
+    env = {"JUNCTURE_CRAWL_ALLOWED_HOSTS": "x.example, y.example:81"}
+    assert load_settings(env, cwd=tmp_path / "home").crawl.allowed_hosts == ("x.example", "y.example:81")

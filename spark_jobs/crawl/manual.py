@@ -57,7 +57,7 @@ def _sha256(path: Path) -> str:
 
 def path_tables(settings: Settings, entry: str) -> list[tuple[str, str, str, str]]:
     """(table_id, source, format, path) of every table file under `entry` (a file or a folder)."""
-    from plugins.sources.folder import file_format, list_folder
+    from plugins.sources.folder import file_format, list_source_folder
 
     path = Path(entry).expanduser().resolve()
     if not path.exists():
@@ -74,7 +74,7 @@ def path_tables(settings: Settings, entry: str) -> list[tuple[str, str, str, str
         return [(file_table_id(path.relative_to(root).as_posix()), source, fmt, str(path))]
     prefix = path.relative_to(root).as_posix()
     out = [(file_table_id(f"{prefix}/{t.name}") if prefix != "." else t.table_id,
-            source, t.format, t.path) for t in list_folder(str(path), source)]
+            source, t.format, t.path) for t in list_source_folder(str(path), source, settings)]
     if not out:
         raise UserError(f"--add {entry}: no table files found in the folder")
     return out

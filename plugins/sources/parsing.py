@@ -250,7 +250,7 @@ def first_record_width(path: str, encoding: str, delimiter: str, limits: ParseLi
                 elif in_quotes:
                     continue
                 elif c == delimiter:
-                    fields += 1
+                    fields, content = fields + 1, True
                     if fields > limits.max_columns:
                         raise ParseError(f"the header has more than {limits.max_columns} columns "
                                          "(crawl.max_columns)")

@@ -46,8 +46,10 @@ def padded_xlsx(path: Path, rows: list[list[object]], dimension: str = "A1:XFD20
 def peak_rss_mb(code: str) -> tuple[float, str]:
     """Run `code` in a fresh interpreter; its peak resident memory in MB and its last output line."""
     wrapped = code + "\nimport resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
-    out = subprocess.run([sys.executable, "-c", wrapped], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True).stdout.strip().splitlines()
+    done = subprocess.run([sys.executable, "-c", wrapped], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout.strip().splitlines()
     return float(out[-1]), out[-2] if len(out) > 1 else ""
 
 

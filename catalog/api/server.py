@@ -68,28 +68,28 @@ def bind_shared(host: str, port: int, count: int) -> list[socket.socket]:
     return sockets
 
 
-def _run_worker(settings: Settings, sock: socket.socket) -> None:
+def _run_worker(settings: Settings, sock: socket.socket, fast_path: bool = True) -> None:
     """One server process on `sock` until SIGINT or SIGTERM (uvicorn then stops accepting and lets
     the requests in flight finish)."""
-    config = uvicorn.Config(create_app(settings), log_level="warning", access_log=False)
+    config = uvicorn.Config(create_app(settings, fast_path=fast_path), log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[sock])
 
 
-def serve(settings: Settings, host: str, port: int, *, workers: int = 1) -> None:
+def serve(settings: Settings, host: str, port: int, *, workers: int = 1, fast_path: bool = True) -> None:
     """Serve until interrupted. With `workers > 1` this process only supervises the worker
-    processes and stops them all on Ctrl-C or SIGTERM."""
+    processes and stops them all on Ctrl-C or SIGTERM. (`fast_path`: see `create_app`.)"""
     if not 1 <= workers <= MAX_WORKERS:
         raise UserError(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
     if workers == 1:
         sock = bind(host, port)
         log.info("serving the lookup API", extra={"host": host, "port": sock.getsockname()[1], "workers": 1})
-        _run_worker(settings, sock)
+        _run_worker(settings, sock, fast_path)
         return
     sockets = bind_shared(host, port, workers)
     log.info("serving the lookup API", extra={"host": host, "port": sockets[0].getsockname()[1],
                                               "workers": workers})
     spawn = mp.get_context("spawn")
-    processes = [spawn.Process(target=_run_worker, args=(settings, sock), daemon=True) for sock in sockets]
+    processes = [spawn.Process(target=_run_worker, args=(settings, sock, fast_path), daemon=True) for sock in sockets]
     for process in processes:
         process.start()
     for sock in sockets:  # each worker holds its own copy; a worker that exits takes its socket along

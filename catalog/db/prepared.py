@@ -128,12 +128,12 @@ class BoundSelect:
         return self.cursor.execute(self.form.sql, self.form.args(params)).fetchone()
 
     def all(self, params: Mapping[str, Any]) -> list[Any]:
-        return self.cursor.execute(self.form.sql, self.form.args(params)).fetchall()  # type: ignore[no-any-return]
+        return self.cursor.execute(self.form.sql, self.form.args(params)).fetchall()
 
     def all_in(self, values: Sequence[Any]) -> list[Any]:
         """`all` for a statement whose parameters are p0 … pN, given in order: passed straight
         through when the driver binds them by position in that order (SQLite), skipping a dict of N
         entries."""
         if self.form.in_order:
-            return self.cursor.execute(self.form.sql, tuple(values)).fetchall()  # type: ignore[no-any-return]
+            return self.cursor.execute(self.form.sql, tuple(values)).fetchall()
         return self.all({f"p{i}": v for i, v in enumerate(values)})

@@ -244,7 +244,8 @@ def test_serve_with_workers_over_real_http(two_states, published):
                     continue
                 got = client.get(f"/v1/joinable/{quote(column_id, safe='')}", params={"k": 5})
                 assert got.status_code == 200 and got.json()["items"] == expected
-        # a response the server closes the connection after still arrives whole
+        # the server gathers a response's writes into one send: a response it closes the
+        # connection after must still arrive whole
         closing = httpx.get(base + "/v1/tables", headers={"Connection": "close"})
         assert closing.headers["connection"] == "close" and closing.json()["items"]
         # every worker listens on the port (SO_REUSEPORT): the kernel spreads connections by a hash

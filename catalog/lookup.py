@@ -12,17 +12,17 @@ unknown id is told apart from an empty answer by the same statement.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Select, Table, and_, bindparam, select
+from sqlalchemy import Connection, Engine, Table, and_, bindparam, select
 from sqlalchemy.orm import Session
 
 from catalog.core.errors import UnknownIdError, UserError
 from catalog.db.models import CatalogColumn, CatalogTable, ColumnProfile, JoinableColumn, TableKey, UnionableTable
+from catalog.db.prepared import PreparedSelect, driver_rows
 
 Catalog = Session | Connection | Engine  # what a lookup reads from (an engine: a pooled connection per lookup)
 MAX_K = 1000  # answers per page; the precomputed lists are shorter (settings.index.*_k)
@@ -110,8 +110,8 @@ def _field_names(kind: type) -> tuple[str, ...] | None:
     return _FIELD_NAMES[kind]
 
 
-# The statements are built once: each lookup binds its parameters to a statement whose compiled
-# form SQLAlchemy has cached, and reads plain rows (Core, no ORM identity map), so a lookup costs
+# The statements are built and wrapped once (`PreparedSelect`: compiled once per dialect): each
+# lookup binds its parameters and reads plain rows (Core, no ORM identity map), so a lookup costs
 # one indexed read and little Python around it.
 _TABLES = cast(Table, CatalogTable.__table__)
 _COLUMNS = cast(Table, CatalogColumn.__table__)
@@ -129,71 +129,48 @@ def _answer_columns(table: Table, answer: type, renamed: dict[str, str]) -> list
 
 
 _TABLE_FIELDS = _answer_columns(_TABLES, TableInfo, {"source": "source_name"})
-_TABLE = select(*_TABLE_FIELDS).where(_TABLES.c.table_id == bindparam("ident"))
-_TABLE_LIST = select(*_TABLE_FIELDS).order_by(_TABLES.c.table_id).limit(bindparam("limit")).offset(bindparam("offset"))
-_TABLE_LIST_OF_SOURCE = _TABLE_LIST.where(_TABLES.c.source_name == bindparam("source"))
-_COLUMN_LIST = (select(*_COLUMNS.c)
-                .select_from(_TABLES.outerjoin(_COLUMNS, _COLUMNS.c.table_key == _TABLES.c.table_key))
-                .where(_TABLES.c.table_id == bindparam("ident")).order_by(_COLUMNS.c.position))
+_TABLE = PreparedSelect(select(*_TABLE_FIELDS).where(_TABLES.c.table_id == bindparam("ident")))
+_ALL_TABLES = select(*_TABLE_FIELDS).order_by(_TABLES.c.table_id).limit(bindparam("limit")).offset(bindparam("offset"))
+_TABLE_LIST = PreparedSelect(_ALL_TABLES)
+_TABLE_LIST_OF_SOURCE = PreparedSelect(_ALL_TABLES.where(_TABLES.c.source_name == bindparam("source")))
+_COLUMN_LIST = PreparedSelect(select(*_COLUMNS.c)
+                              .select_from(_TABLES.outerjoin(_COLUMNS, _COLUMNS.c.table_key == _TABLES.c.table_key))
+                              .where(_TABLES.c.table_id == bindparam("ident")).order_by(_COLUMNS.c.position))
 _PROFILE_FIELDS = [f.name for f in dataclasses.fields(ProfileInfo) if f.name not in ("column_id", "table_id", "column")]
-_PROFILE = (select(_COLUMNS.c.column_id, _COLUMNS.c.table_id, _COLUMNS.c.header,
-                   *(_PROFILES.c[name] for name in _PROFILE_FIELDS))
-            .select_from(_COLUMNS.join(_PROFILES, _PROFILES.c.column_key == _COLUMNS.c.column_key))
-            .where(_COLUMNS.c.column_id == bindparam("ident")))
-_KEY_LIST = (select(*_KEYS.c)
-             .select_from(_TABLES.outerjoin(_KEYS, _KEYS.c.table_key == _TABLES.c.table_key))
-             .where(_TABLES.c.table_id == bindparam("ident")).order_by(_KEYS.c.score.desc(), _KEYS.c.id))
+_PROFILE = PreparedSelect(select(_COLUMNS.c.column_id, _COLUMNS.c.table_id, _COLUMNS.c.header,
+                                 *(_PROFILES.c[name] for name in _PROFILE_FIELDS))
+                          .select_from(_COLUMNS.join(_PROFILES, _PROFILES.c.column_key == _COLUMNS.c.column_key))
+                          .where(_COLUMNS.c.column_id == bindparam("ident")))
+_KEY_LIST = PreparedSelect(select(*_KEYS.c)
+                           .select_from(_TABLES.outerjoin(_KEYS, _KEYS.c.table_key == _TABLES.c.table_key))
+                           .where(_TABLES.c.table_id == bindparam("ident"))
+                           .order_by(_KEYS.c.score.desc(), _KEYS.c.id))
 
 
-def _rows(catalog: Catalog, statement: Select[Any], **params: Any) -> Sequence[Any]:
-    """The statement's rows, with attribute access by column name."""
+def _rows(catalog: Catalog, prepared: PreparedSelect, **params: Any) -> Sequence[Any]:
+    """The statement's rows, with attribute access by column name.
+
+    On the API's reader connections (autocommit) on PostgreSQL the rows are read straight through
+    psycopg (`catalog.db.prepared`): SQLAlchemy's execution asks the cursor for its description on
+    every statement, and psycopg builds a column object per column each time, which with the
+    execution context was about 40% of a lookup's time. The lookup tables' types (text, integers,
+    floats, booleans, JSON, timestamptz) come out of psycopg exactly as SQLAlchemy returns them on
+    this dialect; `tests/relations` compares both ways. In a transaction (the CLI, a Session), on
+    SQLite (whose driver leaves timestamps and JSON as text), or when the driver raises, the
+    statement runs the SQLAlchemy way, which raises the error as SQLAlchemy does and replaces a dead
+    connection."""
     if isinstance(catalog, Engine):
         with catalog.connect() as connection:
-            return _rows(connection, statement, **params)
+            return _rows(connection, prepared, **params)
     connection = catalog.connection() if isinstance(catalog, Session) else catalog
     if connection.dialect.driver == "psycopg":
-        rows = _psycopg_rows(connection, statement, params)
-        if rows is not None:
-            return rows
-    return connection.execute(statement, params).all()
-
-
-class _DriverStatement(NamedTuple):
-    compiled: Any  # the statement compiled for PostgreSQL/psycopg
-    sql: str
-    row: Any  # a namedtuple type of the selected columns
-
-
-_DRIVER_STATEMENTS: dict[int, _DriverStatement] = {}  # id(statement) -> its driver form (statements live forever)
-
-
-def _psycopg_rows(connection: Connection, statement: Select[Any], params: dict[str, Any]) -> list[Any] | None:
-    """The rows read straight through psycopg, or None when the caller must go the SQLAlchemy way.
-
-    For the API's reader connections (autocommit) on PostgreSQL. SQLAlchemy's execution asks the
-    cursor for its description on every statement, and psycopg builds a column object per column
-    each time: with the execution context that was about 40% of a lookup's time. The lookup tables'
-    types (text, integers, floats, booleans, JSON, timestamptz) come out of psycopg exactly as
-    SQLAlchemy would return them on this dialect; `tests/relations` compares both ways.
-    In a transaction (the CLI, a Session), or when the driver raises, the statement runs the
-    SQLAlchemy way, which raises the error as SQLAlchemy does and replaces a dead connection."""
-    dbapi = connection.connection.dbapi_connection
-    if dbapi is None or not getattr(dbapi, "autocommit", False):
-        return None
-    driver = _DRIVER_STATEMENTS.get(id(statement))
-    if driver is None:
-        compiled = statement.compile(dialect=connection.dialect)
-        names = list(statement.selected_columns.keys())
-        driver = _DriverStatement(compiled, str(compiled), collections.namedtuple("Row", names, rename=True))
-        _DRIVER_STATEMENTS[id(statement)] = driver
-    cursor: Any = dbapi.cursor()
-    try:
-        cursor.execute(driver.sql, driver.compiled.construct_params(params), prepare=True)
-        return list(map(driver.row._make, cursor.fetchall()))
-    except connection.dialect.loaded_dbapi.Error:  # rerun the SQLAlchemy way, which reports it
-        return None
-    finally:
-        cursor.close()
+        dbapi = connection.connection.dbapi_connection
+        if dbapi is not None and getattr(dbapi, "autocommit", False):
+            try:
+                return driver_rows(connection, prepared, params)
+            except connection.dialect.loaded_dbapi.Error:  # rerun the SQLAlchemy way, which reports it
+                pass
+    return connection.execute(prepared.statement, params).all()
 
 
 def _table_info(r: Any) -> TableInfo:
@@ -212,7 +189,8 @@ def tables(catalog: Catalog, *, source: str | None = None, limit: int = 100, off
     return [_table_info(r) for r in rows]
 
 
-def _subject_rows(catalog: Catalog, statement: Select[Any], kind: str, ident: str, **params: Any) -> Sequence[Any]:
+def _subject_rows(catalog: Catalog, statement: PreparedSelect, kind: str, ident: str,
+                  **params: Any) -> Sequence[Any]:
     """The rows a statement reads about `ident`; none at all means the catalog does not hold it.
     Statements of lists outer-join the subject with its rows (one row of NULLs for a subject
     without any), so its existence and its rows come from the same snapshot."""
@@ -294,15 +272,15 @@ def _check_page(k: int, offset: int) -> None:
 
 
 def _ranked_list(subject: Table, ident: str, key: str, relation: Table, answer: type,
-                 renamed: dict[str, str]) -> Select[Any]:
+                 renamed: dict[str, str]) -> PreparedSelect:
     """Ranks lo+1 .. hi of a subject's precomputed list: the subject outer-joined with that range
     of its rows, so an unknown id (no row at all) is told apart from an empty list (one row of
     NULLs). The columns are the `answer`'s fields in order, so a row builds its answer positionally."""
-    return (select(*_answer_columns(relation, answer, renamed))
-            .select_from(subject.outerjoin(relation, and_(relation.c[key] == subject.c[key],
-                                                          relation.c.rank > bindparam("lo"),
-                                                          relation.c.rank <= bindparam("hi"))))
-            .where(subject.c[ident] == bindparam("ident")).order_by(relation.c.rank))
+    return PreparedSelect(select(*_answer_columns(relation, answer, renamed))
+                          .select_from(subject.outerjoin(relation, and_(relation.c[key] == subject.c[key],
+                                                                        relation.c.rank > bindparam("lo"),
+                                                                        relation.c.rank <= bindparam("hi"))))
+                          .where(subject.c[ident] == bindparam("ident")).order_by(relation.c.rank))
 
 
 _JOINABLE_PAGE = _ranked_list(_COLUMNS, "column_id", "column_key", _JOINABLE, JoinableInfo, {
@@ -312,7 +290,8 @@ _UNIONABLE_PAGE = _ranked_list(_TABLES, "table_id", "table_key", _UNIONABLE, Uni
                                {"table_id": "candidate_table_id"})
 
 
-def _ranked_page(catalog: Catalog, statement: Select[Any], kind: str, ident: str, k: int, offset: int) -> list[Any]:
+def _ranked_page(catalog: Catalog, statement: PreparedSelect, kind: str, ident: str, k: int,
+                 offset: int) -> list[Any]:
     """A page of a precomputed list, read in ONE statement so that it comes from one snapshot even
     while a publish runs."""
     _check_page(k, offset)

@@ -86,7 +86,7 @@ def test_lookup_cli_and_http_agree(two_states, published, capsys):
 
 
 def test_reader_connection_answers_as_a_session_does(two_states, published):
-    """The API's autocommit reader reads through the driver on PostgreSQL (`lookup._psycopg_rows`);
+    """The API's autocommit reader reads through the driver on PostgreSQL (`catalog.db.prepared`);
     a Session goes through SQLAlchemy. Every lookup must give equal dataclasses, types included."""
     engine = make_engine(published.catalog_url)
     reader = open_reader(published.catalog_url)
@@ -248,19 +248,20 @@ def test_serve_with_workers_over_real_http(two_states, published):
         # connection after must still arrive whole
         closing = httpx.get(base + "/v1/tables", headers={"Connection": "close"})
         assert closing.headers["connection"] == "close" and closing.json()["items"]
-        # keep-alive connections spread evenly over the workers, whichever one accepts them
-        # (catalog.api.balance): eight opened at once, all queued before a worker accepts any
-        time.sleep(0.5)  # the connections above are closed and counted out
-        burst = [socket.create_connection(("127.0.0.1", port)) for _ in range(8)]
-        for _round in range(2):  # the second round is served where the connections ended up
-            for s in burst:
-                s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n")
-            assert all(s.recv(65536).startswith(b"HTTP/1.1 200 OK") for s in burst)
+        # every worker listens on the port (SO_REUSEPORT): the kernel spreads connections by a hash
+        # of their addresses, so within a few dozen connections each worker holds one
         workers = [w for w in children if "spawn_main" in " ".join(w.cmdline())]
-        held = sorted(sum(1 for c in w.net_connections("tcp") if c.status == psutil.CONN_ESTABLISHED
-                          and c.laddr.port == port) for w in workers)
-        assert held == [4, 4]
-        for s in burst:
+        opened: list[socket.socket] = []
+        held = [0, 0]
+        while min(held) == 0 and len(opened) < 64:
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n")
+            assert s.recv(65536).startswith(b"HTTP/1.1 200 OK")
+            opened.append(s)
+            held = [sum(1 for c in w.net_connections("tcp") if c.status == psutil.CONN_ESTABLISHED
+                        and c.laddr.port == port) for w in workers]
+        assert min(held) > 0, held
+        for s in opened:
             s.close()
         engine.dispose()
     finally:
@@ -279,5 +280,11 @@ def test_serve_rejects_bad_workers_and_a_taken_port(published, capsys):
         s.bind(("127.0.0.1", 0))
         s.listen()
         assert main(["serve", "--port", str(s.getsockname()[1])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot serve on" in err
+    # a port another server shares with SO_REUSEPORT (another `juncture serve --workers 2`, say)
+    # is taken too: the workers would otherwise quietly split its connections with it
+    with socket.create_server(("127.0.0.1", 0), reuse_port=True) as s:
+        assert main(["serve", "--workers", "2", "--port", str(s.getsockname()[1])]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot serve on" in err

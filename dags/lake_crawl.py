@@ -17,14 +17,14 @@ from dags.common import LAKE_CHANGES, PORTAL_RETRIES, START, TAGS, default_args
 def lake_crawl() -> None:
     @task
     def list_sources() -> list[str]:
-        from spark_jobs.orchestration import tasks as dag_tasks
+        from spark_jobs.orchestration import tasks as dag_tasks  # deferred: DAG files parse without loading the jobs
 
         return dag_tasks.source_names()
 
     @task(**PORTAL_RETRIES)
     def crawl(source: str) -> int:
-        from plugins.airflow_plugin import with_portal_credentials
-        from spark_jobs.orchestration import tasks as dag_tasks
+        from plugins.airflow_plugin import with_portal_credentials  # deferred: DAG files parse without loading the jobs
+        from spark_jobs.orchestration import tasks as dag_tasks  # deferred: DAG files parse without loading the jobs
 
         settings = with_portal_credentials(dag_tasks.current_settings(), source)
         # 0 = nothing changed (a None return pushes no XCom, which `announce` would then miss)

@@ -19,16 +19,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import mmh3
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.pandas.types import from_arrow_schema
 
+from catalog.core.errors import LakeError
 from catalog.core.settings import Settings
 from spark_jobs.josie.tables import (
     CHANGE_FULL,
     CHANGE_SET,
     CHANGE_TOKEN,
     CHANGES_SCHEMA,
+    DIRTY_GROUP_BASE,
     HASH_SEED,
     JOSIE,
     JOSIE_CHANGES,
@@ -60,7 +66,6 @@ def posting_hash(set_ids: pd.Series, modulus: pd.Series) -> pd.Series:
 
     `modulus` > 0 folds the hash (a test hook that forces collisions: modulus 1 makes every hash 0).
     """
-    import mmh3
 
     m = int(modulus.iloc[0]) if len(modulus) else 0
     out = np.empty(len(set_ids), dtype=np.int32)
@@ -72,21 +77,18 @@ def posting_hash(set_ids: pd.Series, modulus: pd.Series) -> pd.Series:
 
 def posting_hash_py(set_ids: Sequence[int]) -> int:
     """The same hash in plain Python (tests and the search side can recompute it)."""
-    import mmh3
 
     return int(mmh3.hash(np.asarray(list(set_ids), dtype="<i8").tobytes(), HASH_SEED))
 
 
 # ---------------------------------------------------------------------- shared DataFrame helpers
 def spark_schema(name: str) -> Any:
-    from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(SCHEMAS[name])
 
 
 def conform(df: DataFrame, name: str) -> DataFrame:
     """`df` with exactly the contract columns and types of table `name` (so every write agrees)."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in spark_schema(name).fields])
 
@@ -97,7 +99,6 @@ def dense_index(df: DataFrame, order: Sequence[Any], name: str, *, start: int = 
     A range-partitioned sort, then per-partition offsets: only one count per partition is
     collected, never the rows. The sorted frame is persisted so both passes see the same rows.
     """
-    from pyspark.sql import functions as F  # noqa: N812
 
     spark = df.sparkSession
     ordered = df.orderBy(*order).withColumn("_mono", F.monotonically_increasing_id()).persist()
@@ -125,7 +126,6 @@ class IndexFrames:
 
 def integer_sets(int_pairs: DataFrame) -> DataFrame:
     """(set_id, token_id) -> (set_id, size, tokens sorted ascending)."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     return (int_pairs.groupBy("set_id")
             .agg(F.array_sort(F.collect_list(F.col("token_id").cast("int"))).alias("tokens"))
@@ -134,14 +134,12 @@ def integer_sets(int_pairs: DataFrame) -> DataFrame:
 
 def posting_entries(sets: DataFrame) -> DataFrame:
     """(set_id, size, tokens) -> one (token_id, set_id, position, size) per element, 0-based."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     return sets.select("set_id", "size", F.posexplode("tokens").alias("position", "token_id"))
 
 
 def posting_lists(entries: DataFrame) -> DataFrame:
     """(token_id, set_id, position, size) -> (token_id, set_ids, positions, sizes) sorted by set id."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     e = F.struct(F.col("set_id").cast("int").alias("s"), F.col("position").cast("int").alias("p"),
                  F.col("size").cast("int").alias("z"))
@@ -155,7 +153,6 @@ def build_index(pairs: DataFrame, *, hash_modulus: int = 0) -> IndexFrames:
 
     `hash_modulus` is a test hook: a value > 0 folds the list hash so that equal-length lists
     collide; groups must still only join identical lists."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     phash = F.pandas_udf(posting_hash, "int")  # type: ignore[call-overload]
     lists = (pairs.groupBy("token")
@@ -184,7 +181,6 @@ def index_exists(store: LakeStore) -> bool:
 def read_state(store: LakeStore, version: int | None = None) -> dict[str, Any]:
     rows = store.read_arrow(JOSIE_STATE, version=version).to_pylist()
     if len(rows) != 1:
-        from catalog.core.errors import LakeError
 
         raise LakeError(JOSIE_STATE, f"expected one state row, found {len(rows)}")
     return rows[0]
@@ -196,9 +192,7 @@ def state_table(state: dict[str, Any]) -> pa.Table:
 
 def dirty_counts(store: LakeStore) -> tuple[int, int, int]:
     """(n_lists, n_dirty_lists, largest token id or -1) of the committed dictionary."""
-    import pyarrow.compute as pc
 
-    from spark_jobs.josie.tables import DIRTY_GROUP_BASE
 
     table = store.read_arrow(JOSIE_TOKENS, columns=["token_id", "group_id"])
     if not table.num_rows:
@@ -235,7 +229,6 @@ def commit_update(store: LakeStore, base: Manifest, batch_id: int, *, tokens: An
 
 
 def _change_counts(store: LakeStore, version: int) -> dict[str, int]:
-    import pyarrow.compute as pc
 
     log_rows = store.read_arrow(JOSIE_CHANGES, columns=["index_version", "kind"])
     kinds = log_rows.filter(pc.equal(log_rows["index_version"], version))["kind"]
@@ -279,7 +272,6 @@ def build(spark: SparkSession, store: LakeStore, *, batch_id: int = 0, hash_modu
     if store.exists(COLUMN_TOKENS):
         ct = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token"])
     else:
-        from pyspark.sql.pandas.types import from_arrow_schema
 
         ct = spark.createDataFrame([], from_arrow_schema(pa.schema(
             [("table_id", pa.string()), ("column_id", pa.string()), ("token", pa.string())])))

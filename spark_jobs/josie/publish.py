@@ -5,7 +5,8 @@ Incremental: the catalog's `josie_meta.index_version` says which index version i
 version changed, so only those rows are deleted and re-inserted from the current lake tables (a key
 gone from the lake is simply deleted). A build or rebuild (`full` change), a catalog with no JOSIE
 index yet, or a gap in the log republishes everything. It runs inside the publish transaction of
-`spark_jobs.publish.catalog` (or the one of `juncture rebuild`), so readers never see half an index.
+`spark_jobs.publish.catalog` (a batch's, or the one after a rebuild), so readers never see half an
+index.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from spark_jobs.josie.tables import (
     JOSIE_STATE,
     JOSIE_TOKENS,
 )
-from spark_jobs.lake import faults
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore
 
@@ -160,26 +160,3 @@ def _write_meta(session: Session, state: dict[str, Any]) -> None:
 
 def _chunks(items: list[int]) -> list[list[int]]:
     return [items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK)]
-
-
-def publish_current(settings: Any, spark: Any = None, *, relations: bool = False) -> dict[str, int]:
-    """Publish the lake's index now in its own transaction (after `juncture rebuild`); with
-    `relations`, every joinable/unionable list too (after a full re-relate), in the same one."""
-    from catalog.db.engine import open_catalog, session_scope
-
-    engine = open_catalog(settings.catalog_url)
-    with session_scope(engine) as session:
-        if session.get_bind().dialect.name == "postgresql":  # serialize with batch publishes
-            from sqlalchemy import func
-
-            from spark_jobs.publish.catalog import PUBLISH_LOCK_KEY
-
-            session.execute(select(func.pg_advisory_xact_lock(PUBLISH_LOCK_KEY)))
-        store = LakeStore(settings.lake, spark)
-        counts = publish_josie(session, store)
-        if relations:
-            from spark_jobs.publish.relations import publish_all_relations
-
-            counts.update(publish_all_relations(session, store))
-        faults.checkpoint("publish:rebuild")
-        return counts

@@ -4,7 +4,7 @@ Incremental updates leave new tokens at the end of the order and changed lists i
 (research/josie.md §4, "Rebuild strategy"); this job rebuilds the dictionary, the integer sets and
 the posting lists from the index's own (token, set) pairs exactly as a fresh build would, except
 that set ids (and `next_set_id`) are kept. It runs when the dirty share passes
-settings.index.josie_dirty_threshold (the update stage reports `rebuild_due`), on schedule, and
+josie_settings(settings).dirty_threshold (the update stage reports `rebuild_due`), on schedule, and
 from `juncture rebuild`.
 """
 
@@ -15,10 +15,14 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import functions as F  # noqa: N812
+
 from catalog.core.settings import Settings, load_settings
+from catalog.search.josie.settings import josie_settings
 from spark_jobs.josie.build import build_index, index_exists, read_state, write_full
 from spark_jobs.josie.tables import JOSIE, JOSIE_SETS, JOSIE_TOKENS
 from spark_jobs.lake.commit_point import begin
+from spark_jobs.lake.session import get_spark
 from spark_jobs.lake.store import LakeStore
 
 if TYPE_CHECKING:
@@ -28,7 +32,6 @@ log = logging.getLogger(__name__)
 
 def rebuild(spark: SparkSession, store: LakeStore, *, hash_modulus: int = 0) -> dict[str, Any]:
     """Rebuild the index in place; returns the new state (or {"mode": "absent"} with no index)."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     base = begin(store, JOSIE)  # a rebuild killed half-way is rolled back here
     if not index_exists(store):
@@ -62,7 +65,7 @@ def run(spark: SparkSession, settings: Settings, batch: object | None = None) ->
 def due(spark: SparkSession | None, settings: Settings) -> bool:
     """Whether the committed index's dirty share passes the threshold."""
     store = LakeStore(settings.lake, spark)
-    return index_exists(store) and float(read_state(store)["dirty_share"]) > settings.index.josie_dirty_threshold
+    return index_exists(store) and float(read_state(store)["dirty_share"]) > josie_settings(settings).dirty_threshold
 
 
 def run_if_due(spark: SparkSession, settings: Settings) -> dict[str, Any]:
@@ -79,7 +82,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rebuild_josie")
     parser.add_argument("--if-due", action="store_true", help="only when the dirty share passes the threshold")
     args = parser.parse_args(argv)
-    from spark_jobs.lake.session import get_spark
 
     settings = load_settings()
     spark = get_spark(settings, "juncture.rebuild_josie")

@@ -15,7 +15,7 @@ token) order. A list whose set-id membership changed (entries added or removed, 
 token) leaves its duplicate group: it gets the singleton group DIRTY_GROUP_BASE + token_id. Lists
 that only see positions/sizes move keep their group (their set ids are unchanged, so the group is
 still a run of identical lists). The dirty share (dirty lists / lists) goes into `josie_state`, and
-the result says whether a rebuild is due (share > settings.index.josie_dirty_threshold).
+the result says whether a rebuild is due (share > josie_settings(settings).dirty_threshold).
 
 The same update runs on the driver with Arrow and numpy (`update_josie_arrow`) while the index is
 small enough for it (`use_driver`): identical results, without a dozen Spark jobs over the whole
@@ -28,8 +28,11 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import functions as F  # noqa: N812
+
 from catalog.core.identity import table_bucket
 from catalog.core.settings import Settings
+from catalog.search.josie.settings import josie_settings
 from spark_jobs.josie import build as josie_index
 from spark_jobs.josie import update_arrow as update_josie_arrow
 from spark_jobs.josie.build import (
@@ -64,7 +67,7 @@ log = logging.getLogger(__name__)
 
 
 def rebuild_due(state: dict[str, Any], settings: Settings) -> bool:
-    return float(state["dirty_share"]) > settings.index.josie_dirty_threshold
+    return float(state["dirty_share"]) > josie_settings(settings).dirty_threshold
 
 
 def _empty_column_tokens(spark: SparkSession) -> DataFrame:
@@ -73,18 +76,17 @@ def _empty_column_tokens(spark: SparkSession) -> DataFrame:
 
 def use_driver(state: dict[str, Any], settings: Settings) -> bool:
     """Whether the batch is applied on the driver (`update_josie_arrow`) rather than by Spark:
-    `index.josie_update_engine` "arrow" or "spark" decides, "auto" picks the driver while the index
-    has at most `index.josie_driver_max_lists` posting lists (its tables then fit in its memory)."""
-    engine = settings.index.josie_update_engine
+    `index.josie.update_engine` "arrow" or "spark" decides, "auto" picks the driver while the index
+    has at most `index.josie.driver_max_lists` posting lists (its tables then fit in its memory)."""
+    engine = josie_settings(settings).update_engine
     if engine == "auto":
-        return int(state["n_lists"]) <= settings.index.josie_driver_max_lists
+        return int(state["n_lists"]) <= josie_settings(settings).driver_max_lists
     return engine == "arrow"
 
 
 def update(spark: SparkSession, store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> dict[str, Any]:
     """Apply `batch` to an existing index with Spark; commits tokens, sets, postings, changes, then
     state."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     base = begin(store, JOSIE)
     versions = {n: store.version(n) for n in (JOSIE_TOKENS, JOSIE_SETS, JOSIE_POSTINGS, JOSIE_STATE)}

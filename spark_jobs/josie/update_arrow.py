@@ -7,7 +7,7 @@ third of a full build. Here the batch's own work is a few numpy sorts and each i
 rewritten once from Arrow, in about a second. The outcome is the same tables (same set and token
 ids, positions, groups, change log and state; a test applies random batches both ways and compares
 them), so nothing downstream can tell which engine ran. `update_josie.run` picks this one while the
-index fits comfortably in the driver's memory (`index.josie_driver_max_lists`).
+index fits comfortably in the driver's memory (`index.josie.driver_max_lists`).
 
 The algorithm is `update_josie`'s (its docstring lists the cases): every *affected* set is
 recomputed as a whole, and each posting list that holds one of its tokens, before or after, is

@@ -132,7 +132,7 @@ class LakeStore:
                 raise LakeError(self.root, "the delta-spark engine needs a Spark session")
             return engine
         if self.spark is not None:
-            from spark_jobs.lake.session import has_delta_jars
+            from spark_jobs.lake.session import has_delta_jars  # deferred: Arrow-only callers never load Spark
 
             if has_delta_jars(self.spark):
                 return "delta-spark"
@@ -297,7 +297,7 @@ class LakeStore:
                 reader = reader.option("versionAsOf", version)
             df = reader.load(self.uri(name))
         else:
-            from pyspark.sql.pandas.types import from_arrow_schema
+            from pyspark.sql.pandas.types import from_arrow_schema  # deferred: Arrow-only callers never load Spark
 
             table = self._table(name, version)
             schema = from_arrow_schema(pa.schema(table.schema().to_arrow()))  # type: ignore[arg-type]
@@ -449,7 +449,7 @@ class LakeStore:
                 for r in rows]
 
     def _read_uris(self, name: str, uris: list[str]) -> DataFrame:
-        from pyspark.sql.pandas.types import from_arrow_schema
+        from pyspark.sql.pandas.types import from_arrow_schema  # deferred: Arrow-only callers never load Spark
 
         spark = self._need_spark("rewrite")
         schema = from_arrow_schema(self.arrow_schema(name))
@@ -546,7 +546,7 @@ class LakeStore:
         return CommitResult(name, version)
 
     def _spark_merge(self, name: str, data: Any, keys: Sequence[str]) -> CommitResult:
-        from delta.tables import DeltaTable as SparkDeltaTable
+        from delta.tables import DeltaTable as SparkDeltaTable  # deferred: Arrow-only callers never load Spark
 
         faults.checkpoint(f"commit:{name}")
         cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
@@ -570,7 +570,7 @@ def _is_spark(data: Any) -> bool:
 
 def _arrow_schema_of(data: Any) -> pa.Schema:
     if _is_spark(data):
-        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.pandas.types import to_arrow_schema  # deferred: Arrow-only callers never load Spark
 
         return to_arrow_schema(data.schema)
     if isinstance(data, pa.Table):
@@ -585,7 +585,7 @@ def _delta_fields(schema: pa.Schema) -> list[tuple[str, str]]:
 
 
 def _spark_filter(df: DataFrame, where: Mapping[str, Sequence[Any]] | None) -> DataFrame:
-    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql import functions as F  # noqa: N812  # deferred: Arrow-only callers never load Spark
 
     for col, vals in (where or {}).items():
         df = df.filter(F.col(col).isin(list(vals)))
@@ -601,7 +601,7 @@ def _arrow_filter(table: pa.Table, where: Mapping[str, Sequence[Any]] | None) ->
 def _without_values(old: Any, column: str, values: Sequence[Any]) -> Any:
     """The rows of `old` whose `column` is not one of `values` (nulls are kept)."""
     if _is_spark(old):
-        from pyspark.sql import functions as F  # noqa: N812
+        from pyspark.sql import functions as F  # noqa: N812  # deferred: Arrow-only callers never load Spark
 
         return old.filter(~F.coalesce(F.col(column).isin(list(values)), F.lit(False)))
     hit = pc.is_in(old[column], pa.array(list(values), type=old.schema.field(column).type))

@@ -104,7 +104,9 @@ def test_airflow_loads_the_plugin_and_mounts_the_catalog(af_settings: Settings) 
     assert [a["url_prefix"] for a in apps if a["name"] == "Juncture catalog"] == ["/juncture"]
 
 
-def test_the_rebuild_dag_has_one_task_per_rebuild_step_in_order() -> None:
-    from spark_jobs.orchestration.rebuild import STEPS
+def test_the_dags_tasks_are_the_pipeline_stages_and_rebuild_steps_in_order() -> None:
+    from spark_jobs.orchestration.pipeline import stages
+    from spark_jobs.orchestration.rebuild import steps
 
-    assert tuple(STEPS) == dag_tasks.REBUILD_STEP_NAMES
+    assert [name for name, _ in stages()] == dag_tasks.stage_names()
+    assert list(steps()) == dag_tasks.rebuild_step_names()

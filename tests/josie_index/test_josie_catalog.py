@@ -14,11 +14,12 @@ from catalog.search.josie.models import JosieMeta, JosiePosting, JosieSet, Josie
 from spark_jobs.crawl.land import ParsedTable, land_batch
 from spark_jobs.josie import rebuild as rebuild_josie
 from spark_jobs.josie import update as update_josie
-from spark_jobs.josie.publish import publish_current, publish_josie
+from spark_jobs.josie.publish import publish_josie
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.orchestration.pipeline import run_batch
 from spark_jobs.profile import tokens as column_tokens
 from spark_jobs.publish import catalog as publish_catalog
+from spark_jobs.publish.catalog import publish_rebuilt
 from tests.josie_index.josie_oracle import Index, check_invariants, read_index
 
 
@@ -99,7 +100,7 @@ def test_catalog_copy_equals_delta_through_updates_and_rebuild(spark, catalog_se
     _assert_same(_catalog_index(settings), delta)
 
     assert rebuild_josie.run(spark, settings)["mode"] == "rebuild"
-    assert publish_current(settings, spark)["josie_tokens_written"] == len(read_index(store).tokens)
+    assert publish_rebuilt(settings, spark)["josie_tokens_written"] == len(read_index(store).tokens)
     delta = read_index(store)
     check_invariants(delta, fresh=True)
     assert delta.column_sets() == _raw_sets(tables)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from catalog.search.josie.settings import josie_settings
 from spark_jobs.josie import build as josie_index
 from spark_jobs.josie import rebuild as rebuild_josie
 from spark_jobs.josie import update as update_josie
@@ -114,7 +115,7 @@ def _run_sequence(spark, settings, tmp_path, *, seed: int, rebuild_after: int | 
         after = read_index(store)
         check_invariants(after, fresh=False)
         assert after.column_sets() == model_sets(lake)
-        assert result["rebuild_due"] == (after.state["dirty_share"] > settings.index.josie_dirty_threshold)
+        assert result["rebuild_due"] == (after.state["dirty_share"] > josie_settings(settings).dirty_threshold)
         history.check(before, after, rebuilt=False)
         before = after
         if batch_id == rebuild_after:
@@ -131,7 +132,7 @@ def _run_sequence(spark, settings, tmp_path, *, seed: int, rebuild_after: int | 
 
 
 def _with_engine(settings, engine: str):  # type: ignore[no-untyped-def]
-    return dataclasses.replace(settings, index=dataclasses.replace(settings.index, josie_update_engine=engine))
+    return dataclasses.replace(settings, index=settings.index.with_family("josie", update_engine=engine))
 
 
 @pytest.mark.parametrize("engine", ["arrow", "spark"])

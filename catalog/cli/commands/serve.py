@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    from catalog.api.server import serve
+    from catalog.api.server import serve  # deferred: only the command that needs it loads it
 
     serve(ctx.settings, args.host, args.port, workers=args.workers)
     return 0

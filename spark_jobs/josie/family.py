@@ -1,0 +1,12 @@
+"""JOSIE as an index family (`catalog.core.registry`): its lake unit, the pipeline stage that applies a
+change batch, the duplicate-group rebuild and the catalog publisher."""
+
+from __future__ import annotations
+
+from spark_jobs.family import IndexFamily
+from spark_jobs.josie import rebuild, update
+from spark_jobs.josie.publish import publish_josie
+from spark_jobs.josie.tables import JOSIE
+
+FAMILY = IndexFamily(name="josie", unit=JOSIE, update=update.run, publish=publish_josie, rebuild=rebuild.run,
+                     rebuild_due=rebuild.due)

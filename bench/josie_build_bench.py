@@ -33,7 +33,10 @@ def _column_tokens(lake: Mapping[str, set[str] | frozenset[str]], table_ids: set
                    n_buckets: int) -> pa.Table:
     from spark_jobs.profile.tokens import TOKENS_SCHEMA  # deferred: each benchmark loads only what it runs
 
-    tids, buckets, cids, toks = [], [], [], []
+    tids: list[str] = []
+    buckets: list[int] = []
+    cids: list[str] = []
+    toks: list[str] = []
     for cid, tokens in lake.items():
         tid = split_column_id(cid)[0]
         if table_ids is not None and tid not in table_ids:

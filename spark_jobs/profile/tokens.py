@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return batch_job_main("column_tokens", run, argv)
 
 
-def _tokens_schema():  # type: ignore[no-untyped-def]
+def _tokens_schema():
     import pyarrow as pa
 
     return pa.schema([("table_id", pa.string()), ("bucket", pa.int32()), ("column_id", pa.string()),

@@ -68,7 +68,7 @@ def _contract_stub(ssub: argparse._SubParsersAction, name: str) -> None:
     p.set_defaults(handler=handler)
 
 
-def _run_kind(kind: SearchKind):  # type: ignore[no-untyped-def]
+def _run_kind(kind: SearchKind):
     def handler(args: argparse.Namespace, ctx: CliContext) -> int:
         with ctx.engine.connect() as conn:
             rows = kind.run(args, conn)

@@ -15,7 +15,7 @@ config = context.config
 target_metadata = Base.metadata
 
 
-def _run(connection) -> None:  # type: ignore[no-untyped-def]
+def _run(connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,

@@ -115,9 +115,10 @@ def measure_build_vs_update(spark: Any, settings: Settings, lake: dict[str, set[
     t0 = time.perf_counter()
     updated = update_josie_arrow.update(store, batch, n_buckets=n_buckets)
     update_s = time.perf_counter() - t0
-    return {"n_sets": len(lake), "n_pairs": sum(len(t) for t in lake.values()), "n_lists": built["n_lists"],
-            "batch_tables": len(touched), "batch_sets": updated["n_affected_sets"],
-            "lists_rewritten": updated["n_lists_rewritten"], "build_s": round(build_s, 2),
+    n_lists = built.state.n_lists if built.state else 0
+    return {"n_sets": len(lake), "n_pairs": sum(len(t) for t in lake.values()), "n_lists": n_lists,
+            "batch_tables": len(touched), "batch_sets": updated.n_affected_sets,
+            "lists_rewritten": updated.n_lists_rewritten, "build_s": round(build_s, 2),
             "update_s": round(update_s, 2), "ratio": round(update_s / build_s, 4),
             "spark_update_s": round(spark_s, 2), "spark_ratio": round(spark_s / build_s, 4)}
 

@@ -11,6 +11,7 @@ index.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -32,6 +33,7 @@ from spark_jobs.josie.tables import (
     JOSIE_SETS,
     JOSIE_STATE,
     JOSIE_TOKENS,
+    JosieState,
 )
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore
@@ -52,7 +54,7 @@ def publish_josie(session: Session, store: LakeStore, batch: ChangeBatch | None 
     if not store.exists(JOSIE_STATE):
         return {"josie_index_version": 0}
     state = read_state(store)
-    target = int(state["index_version"])
+    target = state.index_version
     have = catalog_index_version(session)
     if have == target:
         return {"josie_index_version": target, "josie_tokens_written": 0, "josie_sets_written": 0}
@@ -152,10 +154,9 @@ def _insert(session: Session, model: Any, rows: Iterable[dict[str, Any]]) -> int
     return n
 
 
-def _write_meta(session: Session, state: dict[str, Any]) -> None:
-    for key in ("index_version", "n_lists", "n_dirty_lists", "dirty_share", "next_set_id", "next_token_id",
-                "last_rebuild_batch"):
-        session.merge(JosieMeta(key=key, value=str(state[key])))
+def _write_meta(session: Session, state: JosieState) -> None:
+    for key, value in dataclasses.asdict(state).items():
+        session.merge(JosieMeta(key=key, value=str(value)))
 
 
 def _chunks(items: list[int]) -> list[list[int]]:

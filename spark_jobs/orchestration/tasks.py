@@ -146,6 +146,8 @@ def run_stage(stage: str, batch_ids: Sequence[int], *, settings: Settings | None
 
 def _small(out: Any) -> Any:
     """A stage's result as something JSON-sized for XCom and logs."""
+    if hasattr(out, "summary"):
+        return out.summary()
     if isinstance(out, dict):
         return {str(k): v for k, v in out.items() if isinstance(v, (int, float, str, bool, type(None)))}
     if hasattr(out, "__dataclass_fields__"):

@@ -77,7 +77,7 @@ def test_catalog_copy_equals_delta_through_updates_and_rebuild(spark, catalog_se
     }
     batch = land_batch(store, list(tables.values()), [], n_buckets=settings.index.cells_buckets)
     report = run_batch(spark, settings, batch, STAGES)
-    assert report.results["josie"]["mode"] == "build"
+    assert report.results["josie"].mode == "build"
     delta = read_index(store)
     check_invariants(delta, fresh=True)
     assert delta.column_sets() == _raw_sets(tables)
@@ -90,7 +90,7 @@ def test_catalog_copy_equals_delta_through_updates_and_rebuild(spark, catalog_se
     del tables["c"]
     batch2 = land_batch(store, [tables["a"], tables["e"]], ["file:c.csv"], n_buckets=settings.index.cells_buckets)
     report = run_batch(spark, settings, batch2, STAGES)
-    assert report.results["josie"]["mode"] == "update"
+    assert report.results["josie"].mode == "update"
     delta = read_index(store)
     check_invariants(delta, fresh=False)
     assert delta.column_sets() == _raw_sets(tables)
@@ -99,7 +99,7 @@ def test_catalog_copy_equals_delta_through_updates_and_rebuild(spark, catalog_se
     assert counts["josie_sets_written"] < len(delta.sets)
     _assert_same(_catalog_index(settings), delta)
 
-    assert rebuild_josie.run(spark, settings)["mode"] == "rebuild"
+    assert rebuild_josie.run(spark, settings).mode == "rebuild"
     assert publish_rebuilt(settings, spark)["josie_tokens_written"] == len(read_index(store).tokens)
     delta = read_index(store)
     check_invariants(delta, fresh=True)

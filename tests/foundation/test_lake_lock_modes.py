@@ -66,7 +66,6 @@ def test_waiting_is_announced_once_and_bounded(settings: Settings) -> None:
         t.join()
     assert len(told) == 1 and told[0].startswith("holder (pid ")
     assert len(done) == 1 and "gave up after waiting" in str(done[0])
-    with pytest.raises(ValueError):  # the lock is released when the block raises
-        with lake_lock(settings, "raiser"):
-            raise ValueError("boom")
+    with pytest.raises(ValueError), lake_lock(settings, "raiser"):  # released when the block raises
+        raise ValueError("boom")
     assert _other_thread_outcome(settings) == "got it"

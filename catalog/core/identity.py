@@ -107,11 +107,27 @@ def ckan_table_id(host: str, package_id: str, resource_id: str) -> str:
 
 
 def file_table_id(relative_path: str | PurePosixPath) -> str:
-    """`file:<path relative to the source root>`, always with forward slashes."""
-    rel = PurePosixPath(str(relative_path).replace("\\", "/"))
+    """`file:<path relative to the source root>`, segments joined by `/`, one-to-one with the path.
+
+    `%`, `#`, `\\` and characters that are not printable are percent-encoded (UTF-8; an undecodable
+    byte that `os.fsdecode` kept as a lone surrogate becomes that byte), so a `#` never splits a
+    column_id, every id passes the API's id checks, and `a\\b.csv` and `a/b.csv` stay two tables.
+    """
+    rel = PurePosixPath(str(relative_path))
     if rel.is_absolute() or ".." in rel.parts:
         raise ValueError(f"lake file path must be relative and inside the root: {relative_path!r}")
-    return f"file:{rel}"
+    body = "".join(_escape_id_char(c) for c in str(rel))
+    trailing = len(body) - len(body.rstrip(" "))  # an id never ends in a space (the API trims ids)
+    return "file:" + body[: len(body) - trailing] + "%20" * trailing
+
+
+def _escape_id_char(c: str) -> str:
+    if c not in "%#\\" and c.isprintable():
+        return c
+    code = ord(c)
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"%{code - 0xDC00:02X}"
+    return "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
 
 
 def table_bucket(table_id: str, n_buckets: int) -> int:

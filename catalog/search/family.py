@@ -11,13 +11,15 @@ or pipeline code.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 
 from catalog.core.registry import families, load
+
+T = TypeVar("T", "JoinMethod", "SearchKind")
 
 
 @dataclass(frozen=True)
@@ -61,16 +63,16 @@ def search_families() -> list[SearchFamily]:
 
 def join_methods() -> dict[str, JoinMethod]:
     """Every `search join --method`, by name (the first family registering a name wins)."""
-    out: dict[str, JoinMethod] = {}
-    for family in search_families():
-        for method in family.join_methods:
-            out.setdefault(method.name, method)
-    return out
+    return _by_name(m for family in search_families() for m in family.join_methods)
 
 
 def search_kinds() -> dict[str, SearchKind]:
-    out: dict[str, SearchKind] = {}
-    for family in search_families():
-        for kind in family.kinds:
-            out.setdefault(kind.name, kind)
+    """Every further `search <kind>`, by name (the first family registering a name wins)."""
+    return _by_name(k for family in search_families() for k in family.kinds)
+
+
+def _by_name(items: Iterable[T]) -> dict[str, T]:
+    out: dict[str, T] = {}
+    for item in items:
+        out.setdefault(item.name, item)
     return out

@@ -74,14 +74,14 @@ def publish_tables(session: Session, store: LakeStore, batch: ChangeBatch) -> di
             "n_columns": n_columns}
 
 
-def publishers() -> list[Publisher]:
+def batch_publishers() -> list[Publisher]:
     """The publishers of a batch, in order: tables, profiles, keys, each index family, the lists."""
     return [publish_tables, publish_profiles, publish_keys, *(f.publish for f in pipeline_families()),
             publish_joinable, publish_unionable]
 
 
 def run(spark: SparkSession | None, settings: Settings, batch: ChangeBatch,
-        steps: Sequence[Publisher] | None = None) -> dict[str, Any]:
+        publishers: Sequence[Publisher] | None = None) -> dict[str, Any]:
     """Publish `batch`; returns the counts, or `{"skipped": True}` if it was already published."""
     store = at_batch(LakeStore(settings.lake, spark), batch.batch_id)
     engine = open_catalog(settings.catalog_url)
@@ -95,7 +95,7 @@ def run(spark: SparkSession | None, settings: Settings, batch: ChangeBatch,
             return {"skipped": True, **(done.counts or {})}
         counts: dict[str, int] = {}
         started = dt.datetime.now(dt.UTC)
-        for publisher in steps or publishers():
+        for publisher in publishers or batch_publishers():
             counts.update(publisher(session, store, batch))
         session.merge(PublishRun(run_id=run_id, batch_id=str(batch.batch_id), kind="batch", status="committed",
                                  started_at=started, finished_at=dt.datetime.now(dt.UTC), counts=counts,
@@ -146,4 +146,4 @@ def _chunks(items: list[str], size: int = 500) -> list[list[str]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-__all__ = ["Publisher", "publish_rebuilt", "publish_tables", "published_batch_ids", "publishers", "run"]
+__all__ = ["Publisher", "publish_rebuilt", "batch_publishers", "publish_tables", "published_batch_ids", "run"]

@@ -146,4 +146,4 @@ def _chunks(items: list[str], size: int = 500) -> list[list[str]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-__all__ = ["Publisher", "publish_rebuilt", "batch_publishers", "publish_tables", "published_batch_ids", "run"]
+__all__ = ["Publisher", "batch_publishers", "publish_rebuilt", "publish_tables", "published_batch_ids", "run"]

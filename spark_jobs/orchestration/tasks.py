@@ -198,10 +198,13 @@ def settings_toml(settings: Settings, **spark_overrides: str) -> str:
     lines = [f"{k} = {value(v)}" for k, v in top.items()]
     for section in ("spark", "crawl", "index", "airflow"):
         obj = getattr(settings, section)
-        fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.name != "families"}
         if section == "spark":
             fields.update(spark_overrides)
         lines += ["", f"[{section}]"] + [f"{k} = {value(v)}" for k, v in fields.items()]
+    for name, family in settings.index.families.items():  # [index.<family>] tables
+        lines += ["", f"[index.{name}]"] + [f"{f.name} = {value(getattr(family, f.name))}"
+                                            for f in dataclasses.fields(family)]
     for src in settings.sources:
         lines += ["", "[[sources]]"] + [f"{f.name} = {value(getattr(src, f.name))}" for f in dataclasses.fields(src)]
     return "\n".join(lines) + "\n"

@@ -42,6 +42,7 @@ def test_settings_toml_round_trips(settings: Settings, tmp_path: Path) -> None:
         settings, sources=(SourceConfig(name="f", kind="folder", path=str(tmp_path / "f")),
                            SourceConfig(name="nyc", kind="socrata", url="https://data.example.org", app_token='a"b')),
         spark=dataclasses.replace(settings.spark, conf={"spark.x": "1"}),
+        index=settings.index.with_family("josie", dirty_threshold=0.05, update_engine="spark"),
         airflow=dataclasses.replace(settings.airflow, spark_conn_id="c", source_connections={"nyc": "conn_nyc"}))
     path = tmp_path / "submitted.toml"
     path.write_text(dag_tasks.settings_toml(s, master="spark://127.0.0.1:7077"))

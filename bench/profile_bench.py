@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--share", type=float, default=0.01, help="share of the tables in the incremental batch")
     args = parser.parse_args(argv)
-    from spark_jobs.lake.session import get_spark
+    from spark_jobs.lake.session import get_spark  # deferred: each benchmark loads only what it runs
 
     home = Path(tempfile.mkdtemp(prefix="juncture-profile-bench-"))
     base = load_settings({}, cwd=home)

@@ -73,11 +73,11 @@ class JunctureStageOperator(SparkSubmitOperator):
         self.stage = stage
 
     def execute(self, context: Any) -> Any:
-        from spark_jobs.orchestration import tasks as dag_tasks
-        from spark_jobs.orchestration.run_stage import parse_ids
+        from spark_jobs.orchestration import tasks as dag_tasks  # deferred: DAG files parse without loading the jobs
+        from spark_jobs.orchestration.run_stage import parse_ids  # deferred: DAG files parse without loading the jobs
 
         settings = dag_tasks.current_settings()
-        batch_ids = parse_ids(str(self.application_args[2]))
+        batch_ids = parse_ids(str((self.application_args or ["", "", ""])[2]))
         if not batch_ids:
             self.log.info("no pending batches for stage %s", self.stage)
             return {}

@@ -6,6 +6,8 @@ batch; otherwise it is skipped and lake_index is not triggered.
 
 from __future__ import annotations
 
+from typing import Any
+
 from airflow.sdk import dag, get_current_context, task
 from airflow.sdk.exceptions import AirflowSkipException
 
@@ -17,14 +19,14 @@ from dags.common import LAKE_CHANGES, PORTAL_RETRIES, START, TAGS, default_args
 def lake_crawl() -> None:
     @task
     def list_sources() -> list[str]:
-        from spark_jobs.orchestration import tasks as dag_tasks
+        from spark_jobs.orchestration import tasks as dag_tasks  # deferred: DAG files parse without loading the jobs
 
         return dag_tasks.source_names()
 
     @task(**PORTAL_RETRIES)
     def crawl(source: str) -> int:
-        from plugins.airflow_plugin import with_portal_credentials
-        from spark_jobs.orchestration import tasks as dag_tasks
+        from plugins.airflow_plugin import with_portal_credentials  # deferred: DAG files parse without loading the jobs
+        from spark_jobs.orchestration import tasks as dag_tasks  # deferred: DAG files parse without loading the jobs
 
         settings = with_portal_credentials(dag_tasks.current_settings(), source)
         # 0 = nothing changed (a None return pushes no XCom, which `announce` would then miss)
@@ -36,7 +38,7 @@ def lake_crawl() -> None:
         ids = sorted(b for b in batch_ids[:] if b)
         if not ids:
             raise AirflowSkipException("no source changed: no asset event")
-        get_current_context()["outlet_events"][LAKE_CHANGES].extra = {"batch_ids": ids}
+        get_current_context()["outlet_events"][LAKE_CHANGES].extra = {"batch_ids": list[Any](ids)}
         return ids
 
     announce(crawl.expand(source=list_sources()))

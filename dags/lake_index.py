@@ -2,8 +2,8 @@
 
 Runs on the lake-changes asset (lake_crawl) and on manual triggers whose conf names tables to add
 (files, folders or configured sources) or delete (table ids); the manual request is first landed
-as its own change batch. When the JOSIE index's dirty share passes its threshold, lake_rebuild is
-triggered.
+as its own change batch. When an index family is due for a rebuild (JOSIE: its dirty share passes
+its threshold), lake_rebuild is triggered.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOpe
 from airflow.sdk import Param, chain, dag, task
 from airflow.sdk.exceptions import AirflowFailException
 
+from catalog.core.errors import UserError
 from dags.common import LAKE_CHANGES, PENDING_TASK, START, TAGS, JunctureStageOperator, default_args
-from spark_jobs.orchestration.pipeline import STAGES
+from spark_jobs.orchestration.plan import stage_names
 
 PARAMS = {
     "add": Param([], type="array", items={"type": "string"}, title="Tables to add",
@@ -28,8 +29,7 @@ PARAMS = {
 def lake_index() -> None:
     @task
     def land_manual(params: dict | None = None) -> int | None:
-        from catalog.core.errors import UserError
-        from spark_jobs.orchestration import tasks as dag_tasks
+        from spark_jobs.orchestration import tasks as dag_tasks  # deferred: DAG files parse without loading the jobs
 
         try:
             return dag_tasks.land_manual((params or {}).get("add") or [], (params or {}).get("delete") or [])
@@ -38,7 +38,7 @@ def lake_index() -> None:
 
     @task(task_id=PENDING_TASK)
     def pending_batches() -> list[int]:
-        from spark_jobs.orchestration import tasks as dag_tasks
+        from spark_jobs.orchestration import tasks as dag_tasks  # deferred: DAG files parse without loading the jobs
 
         return dag_tasks.pending_batch_ids()
 
@@ -48,15 +48,16 @@ def lake_index() -> None:
 
     @task.short_circuit
     def rebuild_needed() -> bool:
-        from spark_jobs.orchestration import tasks as dag_tasks
+        from spark_jobs.orchestration import tasks as dag_tasks  # deferred: DAG files parse without loading the jobs
 
         return dag_tasks.rebuild_needed()
 
     pending = pending_batches()
-    stages = [JunctureStageOperator(task_id=name, stage=name) for name, _ in STAGES]
+    stages = [JunctureStageOperator(task_id=name, stage=name) for name in stage_names()]
     trigger = TriggerDagRunOperator(task_id="trigger_rebuild", trigger_dag_id="lake_rebuild",
-                                    conf={"reason": "josie dirty share above threshold"})
-    chain(land_manual(), pending, has_work(pending), *stages, rebuild_needed(), trigger)
+                                    conf={"reason": "an index family is due for a rebuild"})
+    chain(land_manual(), pending, has_work(pending), *stages, rebuild_needed(),  # type: ignore[arg-type]
+          trigger)
 
 
 lake_index()

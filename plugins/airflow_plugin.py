@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import threading
-from typing import Any, ClassVar
+from typing import Any, cast
 from urllib.parse import quote
 
 from airflow.plugins_manager import AirflowPlugin
@@ -27,7 +27,9 @@ from airflow.sdk import BaseHook
 from fastapi import FastAPI, Query
 from fastapi.responses import HTMLResponse
 
-from catalog.core.settings import Settings, SourceConfig
+from catalog.core.errors import UnknownIdError
+from catalog.core.settings import Settings, SourceConfig, load_settings
+from catalog.db.engine import session_scope
 
 
 class _PortalHook(BaseHook):
@@ -60,7 +62,7 @@ class _PortalHook(BaseHook):
         if source.kind != self.kind:
             raise ValueError(f"source {source.name!r} is a {source.kind} source, connection {self.conn_id!r} "
                              f"is for {self.kind}")
-        return dataclasses.replace(source, **self.credentials())
+        return dataclasses.replace(source, **cast(dict[str, Any], self.credentials()))
 
 
 class SocrataPortalHook(_PortalHook):
@@ -99,10 +101,9 @@ class _LazyCatalogApi:
     def get(self) -> Any:
         with self._lock:
             if self._app is None:
-                from catalog.core.settings import load_settings
 
                 try:
-                    from catalog.api.app import create_app
+                    from catalog.api.app import create_app  # deferred: the API loads only when Airflow mounts the page
                 except ImportError:  # the HTTP API module is not in this build
                     self._app = FastAPI(title="Juncture catalog (API not available)")
                 else:
@@ -116,8 +117,7 @@ class _LazyCatalogApi:
 _api = _LazyCatalogApi()
 
 
-def _session():  # type: ignore[no-untyped-def]
-    from catalog.db.engine import session_scope
+def _session():
 
     return session_scope(_api.get().state.engine)
 
@@ -139,7 +139,7 @@ def _link(table_id: str) -> str:
 
 
 def create_ui_app() -> FastAPI:
-    from catalog import lookup
+    from catalog import lookup  # deferred: the lookup loads only when Airflow mounts the page
 
     app = FastAPI(title="Juncture catalog UI")
     app.mount("/api", _api)
@@ -156,7 +156,6 @@ def create_ui_app() -> FastAPI:
 
     @app.get("/table", response_class=HTMLResponse)
     def table(id: str = Query(..., max_length=2000)) -> HTMLResponse:
-        from catalog.core.errors import UnknownIdError
 
         with _session() as s:
             try:
@@ -185,7 +184,6 @@ def create_ui_app() -> FastAPI:
 
 class JuncturePlugin(AirflowPlugin):
     name = "juncture"
-    fastapi_apps: ClassVar[list[dict[str, Any]]] = [
-        {"app": create_ui_app(), "url_prefix": "/juncture", "name": "Juncture catalog"}]
-    external_views: ClassVar[list[dict[str, Any]]] = [
-        {"name": "Juncture catalog", "href": "/juncture/", "destination": "nav"}]
+    # Airflow declares these as (list) attributes of its plugin class, so they are not ClassVars here.
+    fastapi_apps = [{"app": create_ui_app(), "url_prefix": "/juncture", "name": "Juncture catalog"}]  # noqa: RUF012
+    external_views = [{"name": "Juncture catalog", "href": "/juncture/", "destination": "nav"}]  # noqa: RUF012

@@ -27,8 +27,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from sqlalchemy.orm import Session
 
-Stage = Callable[["SparkSession | None", Settings, ChangeBatch], Any]
-Publisher = Callable[["Session", LakeStore, "ChangeBatch | None"], dict[str, int]]
+Stage = Callable[["SparkSession", Settings, ChangeBatch], Any]
+# A batch's publisher; a family's also runs after a rebuild, with no batch (`FamilyPublisher`).
+Publisher = Callable[["Session", LakeStore, ChangeBatch], dict[str, int]]
+FamilyPublisher = Callable[["Session", LakeStore, "ChangeBatch | None"], dict[str, int]]
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class IndexFamily:
     name: str
     unit: UnitSpec
     update: Stage
-    publish: Publisher
+    publish: FamilyPublisher
     rebuild: Callable[[SparkSession, Settings], dict[str, Any]] | None = None
     rebuild_due: Callable[[SparkSession | None, Settings], bool] | None = None
 

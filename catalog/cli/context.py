@@ -21,7 +21,7 @@ class CliContext:
     def engine(self) -> Engine:
         """The catalog database, created or upgraded to the current schema on first use."""
         if self._engine is None:
-            from catalog.db.engine import open_catalog
+            from catalog.db.engine import open_catalog  # deferred: only the command that needs it loads it
 
             self._engine = open_catalog(self.settings.catalog_url)
         return self._engine

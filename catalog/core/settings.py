@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from catalog.core import registry
 from catalog.core.errors import SettingsError
 
 SourceKind = Literal["socrata", "ckan", "folder"]
@@ -85,15 +86,27 @@ class IndexSettings:
     """Index and precompute parameters."""
 
     cells_buckets: int = 16
-    josie_dirty_threshold: float = 0.2
-    # incremental JOSIE update: "auto" (on the driver while the index has at most
-    # josie_driver_max_lists posting lists, else Spark), "arrow" (always the driver) or "spark"
-    josie_update_engine: Literal["auto", "arrow", "spark"] = "auto"
-    josie_driver_max_lists: int = 5_000_000
     joinable_k: int = 20
     unionable_k: int = 10
     # relate: posting lists longer than this are skipped (answers touching them say exact=false)
     joinable_max_list: int = 1000
+    # `[index.<family>]` tables: each index family's own settings object (`catalog.core.registry`);
+    # a family without a table gets its defaults.
+    families: Mapping[str, Any] = field(default_factory=dict)
+
+    def family(self, name: str) -> Any:
+        """The settings of index family `name`."""
+        if name in self.families:
+            return self.families[name]
+        entry = registry.family(name)
+        if entry.settings is None:
+            raise SettingsError("juncture.toml", f"index.{name}", "this index family has no settings")
+        return registry.load(entry.settings)()
+
+    def with_family(self, name: str, **changes: Any) -> IndexSettings:
+        """A copy with some of family `name`'s settings changed."""
+        return dataclasses.replace(self, families={**self.families,
+                                                   name: dataclasses.replace(self.family(name), **changes)})
 
 
 @dataclass(frozen=True)
@@ -226,18 +239,28 @@ def _build(cls: type, table: Mapping[str, Any], where: str, prefix: str) -> Any:
     if not isinstance(table, Mapping):
         raise SettingsError(where, prefix.rstrip(".") or "(top level)", "expected a table")
     hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls) if f.name != "config_file"}
+    names = {f.name for f in dataclasses.fields(cls) if f.name not in ("config_file", "families")}
+    family_settings = _family_settings() if cls is IndexSettings else {}
     kwargs: dict[str, Any] = {}
     for key, value in table.items():
         dotted = prefix + key
+        if key in family_settings:
+            kwargs.setdefault("families", {})[key] = _build(family_settings[key], value, where, dotted + ".")
+            continue
         if key not in names:
-            raise SettingsError(where, dotted, f"unknown key (known: {', '.join(sorted(names))})")
+            known = ", ".join(sorted(names | set(family_settings)))
+            raise SettingsError(where, dotted, f"unknown key (known: {known})")
         hint = hints[key]
         if isinstance(hint, type) and dataclasses.is_dataclass(hint):
             kwargs[key] = _build(hint, value, where, dotted + ".")
         else:
             kwargs[key] = _coerce(hint, value, where, dotted)
     return cls(**kwargs)
+
+
+def _family_settings() -> dict[str, type]:
+    """Family name -> settings class, for the `[index.<family>]` tables."""
+    return {e.name: registry.load(e.settings) for e in registry.families() if e.settings is not None}
 
 
 def _build_sources(raw: Any, where: str, base: Path) -> tuple[SourceConfig, ...]:

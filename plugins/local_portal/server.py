@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -235,7 +236,7 @@ class PortalHandle:
         self.store = server.store
         host, port = server.server_address[:2]
         self.port = int(port)
-        self.url = f"http://{host}:{port}"
+        self.url = f"http://{host.decode() if isinstance(host, bytes) else host}:{port}"
 
     def add_fault(self, match: str, kind: str, *, times: int = 1, retry_after: int = 1, delay: float = 0.0,
                   location: str = "") -> None:
@@ -268,12 +269,11 @@ def serve_in_background(data_dir: Path | None = None, port: int = 0, *, seed: st
 
     `data_dir` defaults to a fresh temporary folder; an empty folder is seeded with real tables
     when `seed` is given ("demo" or "all", see `plugins.local_portal.seed`)."""
-    import tempfile
 
     data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="juncture-portal-"))
     store = PortalStore(data_dir, domain=domain)
     if seed and not store.datasets:
-        from plugins.local_portal.seed import seed_real_tables
+        from plugins.local_portal.seed import seed_real_tables  # deferred: seed data packages load only to seed
 
         seed_real_tables(store, seed)
     server = PortalServer(store, port)

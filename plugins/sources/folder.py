@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 import pyarrow.fs as pafs
+from deltalake import DeltaTable
 
 from catalog.core.identity import file_table_id
 from catalog.core.settings import Settings
@@ -134,7 +135,6 @@ def list_folder(root: str, source_name: str, *, max_bytes: int | None = None, ex
 
 
 def _delta_entry(path: str, rel: str, source_name: str) -> ListedTable:
-    from deltalake import DeltaTable
 
     try:
         stamp = f"delta:{DeltaTable(path).version()}"

@@ -28,6 +28,7 @@ from __future__ import annotations
 import codecs
 import csv
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -37,9 +38,14 @@ import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from deltalake import DeltaTable
 
 if TYPE_CHECKING:
     from catalog.core.settings import CrawlSettings
@@ -151,7 +157,7 @@ def detect_encoding(sample: bytes) -> str:
             return "utf-16-le"
         if even > 4 * max(odd, 1):
             return "utf-16-be"
-    from charset_normalizer import from_bytes
+    from charset_normalizer import from_bytes  # deferred: only the formats that need it load it
 
     best = from_bytes(sample).best()
     if best is not None and best.encoding:
@@ -274,7 +280,6 @@ class _FallBackError(Exception):
 
 
 def _parse_csv_arrow(path: str, encoding: str, delimiter: str, width: int, limits: ParseLimits) -> ParsedContent:
-    import pyarrow.csv as pcsv
 
     if width == 0:
         raise _FallBackError()
@@ -466,7 +471,7 @@ def _parse_xlsx(path: str, limits: ParseLimits) -> ParsedContent:
     `A1:XFD20000` and have every row padded to it): rows are taken as stored, the table is as wide
     as its widest row, and the limits are checked as rows arrive."""
     try:
-        import openpyxl
+        import openpyxl  # deferred: only the formats that need it load it
     except ImportError:  # pragma: no cover - openpyxl is installed
         raise ParseError("no XLSX reader installed") from None
     try:
@@ -531,7 +536,6 @@ def arrow_as_text(table: pa.Table) -> ParsedContent:
 
 
 def _parse_parquet(files: list[str], limits: ParseLimits) -> ParsedContent:
-    import pyarrow.parquet as pq
 
     try:
         metas = [pq.ParquetFile(f).metadata for f in files]
@@ -543,12 +547,8 @@ def _parse_parquet(files: list[str], limits: ParseLimits) -> ParsedContent:
 
 
 def _parse_delta(path: str, limits: ParseLimits) -> ParsedContent:
-    from urllib.parse import unquote
 
-    import pyarrow.parquet as pq
-    from deltalake import DeltaTable
 
-    from spark_jobs.lake.store import delta_file_paths
 
     try:
         dt = DeltaTable(path)
@@ -558,7 +558,7 @@ def _parse_delta(path: str, limits: ParseLimits) -> ParsedContent:
         limits.check_shape(sum(r or 0 for r in records), len(schema))
         data_schema = pa.schema([f for f in schema if f.name not in part_cols])
         parts = []
-        for uri in sorted(delta_file_paths(dt)):
+        for uri in sorted(_delta_files(dt)):
             piece = pq.read_table(uri, schema=data_schema)
             values = dict(unquote(seg).split("=", 1) for seg in uri.split("/") if "=" in seg)
             for col in part_cols:  # Hive-style folders hold the partition values
@@ -578,7 +578,6 @@ def _open_binary(path_or_uri: str):  # type: ignore[no-untyped-def]
     """A local path with `open`, a remote URI (s3://, gs://, …) through pyarrow's filesystems."""
     if "://" not in path_or_uri:
         return open(path_or_uri, "rb")
-    import pyarrow.fs as pafs
 
     fs, inner = pafs.FileSystem.from_uri(path_or_uri)
     return fs.open_input_stream(inner)
@@ -586,18 +585,19 @@ def _open_binary(path_or_uri: str):  # type: ignore[no-untyped-def]
 
 def delta_content_sha256(path: str) -> str:
     """A content hash of a Delta table's current snapshot: its data files' bytes, in path order."""
-    import hashlib
-    from urllib.parse import unquote, urlsplit
 
-    from deltalake import DeltaTable
 
-    from spark_jobs.lake.store import delta_file_paths
 
     digest = hashlib.sha256()
-    for uri in sorted(delta_file_paths(DeltaTable(path))):
+    for uri in sorted(_delta_files(DeltaTable(path))):
         local = unquote(urlsplit(uri).path) if uri.startswith("file:") else uri
         digest.update(os.path.basename(local).encode() + b"\0")
         with _open_binary(local) as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 digest.update(chunk)
     return digest.hexdigest()
+
+
+def _delta_files(table: DeltaTable) -> list[str]:
+    """The snapshot's data files as paths pyarrow opens (delta-rs percent-encodes local paths)."""
+    return [uri if "://" in uri else unquote(uri) for uri in table.file_uris()]

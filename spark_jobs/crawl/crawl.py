@@ -33,13 +33,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.fs as pafs
+
 from catalog.core.errors import UserError
 from catalog.core.logs import log_context
 from catalog.core.settings import Settings, SourceConfig, load_settings
+from plugins.sources.ckan import CkanHook
 from plugins.sources.folder import folder_filesystem, list_source_folder
 from plugins.sources.http_client import FetchError, HttpClient
 from plugins.sources.listing import BadIdError, ListedTable, ListingError
 from plugins.sources.parsing import ParseError, ParseLimits, delta_content_sha256, parse_file
+from plugins.sources.socrata import SocrataHook
 from spark_jobs.crawl.land import ParsedTable, land_batch
 from spark_jobs.lake.bronze import DATASETS
 from spark_jobs.lake.lock import lake_lock
@@ -112,7 +116,6 @@ class _LakeFiles:
     """`<lake>/files/<sha256>`, the kept downloads, on the lake's filesystem."""
 
     def __init__(self, lake: str) -> None:
-        import pyarrow.fs as pafs
 
         self.local = "://" not in lake
         if self.local:
@@ -132,7 +135,6 @@ class _LakeFiles:
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             os.replace(tmp, dest)
         else:
-            import pyarrow.fs as pafs
 
             pafs.copy_files(str(tmp), dest, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=self.fs)
             tmp.unlink(missing_ok=True)
@@ -166,11 +168,9 @@ def _file_sha256(path: str) -> tuple[str, int]:
 
 def _list_source(source: SourceConfig, client: HttpClient, settings: Settings) -> list[ListedTable]:
     if source.kind == "socrata":
-        from plugins.sources.socrata import SocrataHook
 
         return SocrataHook(source, client, page_size=settings.crawl.page_size).list_tables()
     if source.kind == "ckan":
-        from plugins.sources.ckan import CkanHook
 
         return CkanHook(source, client, page_size=settings.crawl.page_size).list_tables()
     return list_source_folder(source.path, source.name, settings)

@@ -22,6 +22,9 @@ import pyarrow.compute as pc
 from catalog.core.errors import UnknownIdError, UserError
 from catalog.core.identity import file_table_id, valid_table_id
 from catalog.core.settings import Settings, load_settings
+from plugins.sources.folder import file_format, list_source_folder
+from plugins.sources.parsing import ParseLimits, delta_content_sha256, parse_file
+from spark_jobs.crawl.crawl import run_crawl
 from spark_jobs.crawl.land import ParsedTable, land_batch
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import CHANGES, DATASETS, DELETE
@@ -58,7 +61,6 @@ def _sha256(path: Path) -> str:
 
 def path_tables(settings: Settings, entry: str) -> list[tuple[str, str, str, str]]:
     """(table_id, source, format, path) of every table file under `entry` (a file or a folder)."""
-    from plugins.sources.folder import file_format, list_source_folder
 
     path = Path(entry).expanduser().resolve()
     if not path.exists():
@@ -83,7 +85,6 @@ def path_tables(settings: Settings, entry: str) -> list[tuple[str, str, str, str
 
 def land_update(settings: Settings, store: LakeStore, *, add: Sequence[str], delete: Sequence[str]) -> ChangeBatch:
     """Land one batch: `add` = files, folders or configured source names; `delete` = table ids."""
-    from spark_jobs.crawl.crawl import run_crawl
 
     bad = [t for t in delete if not valid_table_id(t)]
     if bad:
@@ -104,7 +105,6 @@ def land_update(settings: Settings, store: LakeStore, *, add: Sequence[str], del
 def _land_files(settings: Settings, store: LakeStore, *, add: Sequence[str], delete: Sequence[str],
                 sources: set[str]) -> ChangeBatch:
     """Parse the files and folders of `add` and land them with `delete` (the caller holds the lock)."""
-    from plugins.sources.parsing import ParseLimits, delta_content_sha256, parse_file
 
     landed = _landed(store)
     limits = ParseLimits.from_settings(settings.crawl)

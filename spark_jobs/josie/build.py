@@ -19,16 +19,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import mmh3
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.pandas.types import from_arrow_schema
 
+from catalog.core.errors import LakeError
 from catalog.core.settings import Settings
 from spark_jobs.josie.tables import (
     CHANGE_FULL,
     CHANGE_SET,
     CHANGE_TOKEN,
     CHANGES_SCHEMA,
+    DIRTY_GROUP_BASE,
     HASH_SEED,
     JOSIE,
     JOSIE_CHANGES,
@@ -37,7 +43,8 @@ from spark_jobs.josie.tables import (
     JOSIE_STATE,
     JOSIE_TOKENS,
     SCHEMAS,
-    STATE_SCHEMA,
+    JosieResult,
+    JosieState,
 )
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.commit_point import batch_store, begin, commit
@@ -60,7 +67,6 @@ def posting_hash(set_ids: pd.Series, modulus: pd.Series) -> pd.Series:
 
     `modulus` > 0 folds the hash (a test hook that forces collisions: modulus 1 makes every hash 0).
     """
-    import mmh3
 
     m = int(modulus.iloc[0]) if len(modulus) else 0
     out = np.empty(len(set_ids), dtype=np.int32)
@@ -72,21 +78,18 @@ def posting_hash(set_ids: pd.Series, modulus: pd.Series) -> pd.Series:
 
 def posting_hash_py(set_ids: Sequence[int]) -> int:
     """The same hash in plain Python (tests and the search side can recompute it)."""
-    import mmh3
 
     return int(mmh3.hash(np.asarray(list(set_ids), dtype="<i8").tobytes(), HASH_SEED))
 
 
 # ---------------------------------------------------------------------- shared DataFrame helpers
 def spark_schema(name: str) -> Any:
-    from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(SCHEMAS[name])
 
 
 def conform(df: DataFrame, name: str) -> DataFrame:
     """`df` with exactly the contract columns and types of table `name` (so every write agrees)."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in spark_schema(name).fields])
 
@@ -97,7 +100,6 @@ def dense_index(df: DataFrame, order: Sequence[Any], name: str, *, start: int = 
     A range-partitioned sort, then per-partition offsets: only one count per partition is
     collected, never the rows. The sorted frame is persisted so both passes see the same rows.
     """
-    from pyspark.sql import functions as F  # noqa: N812
 
     spark = df.sparkSession
     ordered = df.orderBy(*order).withColumn("_mono", F.monotonically_increasing_id()).persist()
@@ -125,7 +127,6 @@ class IndexFrames:
 
 def integer_sets(int_pairs: DataFrame) -> DataFrame:
     """(set_id, token_id) -> (set_id, size, tokens sorted ascending)."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     return (int_pairs.groupBy("set_id")
             .agg(F.array_sort(F.collect_list(F.col("token_id").cast("int"))).alias("tokens"))
@@ -134,14 +135,12 @@ def integer_sets(int_pairs: DataFrame) -> DataFrame:
 
 def posting_entries(sets: DataFrame) -> DataFrame:
     """(set_id, size, tokens) -> one (token_id, set_id, position, size) per element, 0-based."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     return sets.select("set_id", "size", F.posexplode("tokens").alias("position", "token_id"))
 
 
 def posting_lists(entries: DataFrame) -> DataFrame:
     """(token_id, set_id, position, size) -> (token_id, set_ids, positions, sizes) sorted by set id."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     e = F.struct(F.col("set_id").cast("int").alias("s"), F.col("position").cast("int").alias("p"),
                  F.col("size").cast("int").alias("z"))
@@ -155,7 +154,6 @@ def build_index(pairs: DataFrame, *, hash_modulus: int = 0) -> IndexFrames:
 
     `hash_modulus` is a test hook: a value > 0 folds the list hash so that equal-length lists
     collide; groups must still only join identical lists."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     phash = F.pandas_udf(posting_hash, "int")  # type: ignore[call-overload]
     lists = (pairs.groupBy("token")
@@ -181,24 +179,16 @@ def index_exists(store: LakeStore) -> bool:
     return store.exists(JOSIE_STATE)
 
 
-def read_state(store: LakeStore, version: int | None = None) -> dict[str, Any]:
+def read_state(store: LakeStore, version: int | None = None) -> JosieState:
     rows = store.read_arrow(JOSIE_STATE, version=version).to_pylist()
     if len(rows) != 1:
-        from catalog.core.errors import LakeError
-
         raise LakeError(JOSIE_STATE, f"expected one state row, found {len(rows)}")
-    return rows[0]
-
-
-def state_table(state: dict[str, Any]) -> pa.Table:
-    return pa.Table.from_pylist([state], schema=STATE_SCHEMA)
+    return JosieState.from_row(rows[0])
 
 
 def dirty_counts(store: LakeStore) -> tuple[int, int, int]:
     """(n_lists, n_dirty_lists, largest token id or -1) of the committed dictionary."""
-    import pyarrow.compute as pc
 
-    from spark_jobs.josie.tables import DIRTY_GROUP_BASE
 
     table = store.read_arrow(JOSIE_TOKENS, columns=["token_id", "group_id"])
     if not table.num_rows:
@@ -216,7 +206,7 @@ def conform_any(data: Any, name: str) -> Any:
 
 
 def commit_update(store: LakeStore, base: Manifest, batch_id: int, *, tokens: Any, sets: Any, postings: Any,
-                  changes: Any, state: dict[str, Any], version: int, next_set_id: int) -> dict[str, Any]:
+                  changes: Any, state: JosieState, version: int, next_set_id: int) -> JosieResult:
     """Commit an incremental update (Spark DataFrames or Arrow tables): the three index tables, the
     change log and the state row, then the unit's manifest, which marks the batch done. Returns
     the new state and counts."""
@@ -225,26 +215,24 @@ def commit_update(store: LakeStore, base: Manifest, batch_id: int, *, tokens: An
     store.overwrite(JOSIE_POSTINGS, conform_any(postings, JOSIE_POSTINGS))
     store.append(JOSIE_CHANGES, conform_any(changes, JOSIE_CHANGES))
     n_lists, n_dirty, max_token_id = dirty_counts(store)
-    new_state = {**state, "index_version": version, "n_lists": n_lists, "n_dirty_lists": n_dirty,
-                 "dirty_share": (n_dirty / n_lists) if n_lists else 0.0, "next_set_id": next_set_id,
-                 "next_token_id": max(int(state["next_token_id"]), max_token_id + 1)}
-    store.overwrite(JOSIE_STATE, state_table(new_state))
-    counts = _change_counts(store, version)
+    new_state = state.with_counts(n_lists, n_dirty, index_version=version, next_set_id=next_set_id,
+                                  next_token_id=max(state.next_token_id, max_token_id + 1))
+    store.overwrite(JOSIE_STATE, new_state.table())
+    n_lists_rewritten, n_affected_sets = _change_counts(store, version)
     commit(store, JOSIE, base, batch_id=batch_id, kind="update")
-    return {"mode": "update", **new_state, **counts}
+    return JosieResult("update", new_state, n_lists_rewritten=n_lists_rewritten, n_affected_sets=n_affected_sets)
 
 
-def _change_counts(store: LakeStore, version: int) -> dict[str, int]:
-    import pyarrow.compute as pc
-
+def _change_counts(store: LakeStore, version: int) -> tuple[int, int]:
+    """(posting lists, sets) that index version `version` rewrote, from the change log."""
     log_rows = store.read_arrow(JOSIE_CHANGES, columns=["index_version", "kind"])
     kinds = log_rows.filter(pc.equal(log_rows["index_version"], version))["kind"]
-    return {"n_lists_rewritten": int(pc.sum(pc.equal(kinds, CHANGE_TOKEN)).as_py() or 0),
-            "n_affected_sets": int(pc.sum(pc.equal(kinds, CHANGE_SET)).as_py() or 0)}
+    return (int(pc.sum(pc.equal(kinds, CHANGE_TOKEN)).as_py() or 0),
+            int(pc.sum(pc.equal(kinds, CHANGE_SET)).as_py() or 0))
 
 
 def write_full(store: LakeStore, frames: IndexFrames, columns: DataFrame, *, base: Manifest, batch_id: int,
-               kind: str, state: dict[str, Any]) -> dict[str, Any]:
+               kind: str, state: JosieState) -> JosieState:
     """Overwrite the three index tables with a fresh build, then the change log and the state, then
     commit the unit's manifest (`kind` build or rebuild). `columns` maps set_id -> (table_id, column_id)."""
     sets = frames.sets.join(columns, "set_id")
@@ -252,13 +240,12 @@ def write_full(store: LakeStore, frames: IndexFrames, columns: DataFrame, *, bas
     store.overwrite(JOSIE_SETS, conform(sets, JOSIE_SETS))
     store.overwrite(JOSIE_POSTINGS, conform(frames.postings, JOSIE_POSTINGS))
     n_lists, n_dirty, _ = dirty_counts(store)
-    version = int(state["index_version"])
+    version = state.index_version
     store.append(JOSIE_CHANGES, pa.Table.from_pylist(
         [{"index_version": version, "base_version": version - 1, "kind": CHANGE_FULL, "key": -1}],
         schema=CHANGES_SCHEMA))
-    state = {**state, "n_lists": n_lists, "n_dirty_lists": n_dirty,
-             "dirty_share": (n_dirty / n_lists) if n_lists else 0.0}
-    store.overwrite(JOSIE_STATE, state_table(state))
+    state = state.with_counts(n_lists, n_dirty)
+    store.overwrite(JOSIE_STATE, state.table())
     commit(store, JOSIE, base, batch_id=batch_id, kind=kind)
     return state
 
@@ -273,13 +260,12 @@ def column_pairs(column_tokens: DataFrame, *, start: int = 0) -> tuple[DataFrame
     return pairs.select("token", "set_id").distinct(), cols
 
 
-def build(spark: SparkSession, store: LakeStore, *, batch_id: int = 0, hash_modulus: int = 0) -> dict[str, Any]:
+def build(spark: SparkSession, store: LakeStore, *, batch_id: int = 0, hash_modulus: int = 0) -> JosieResult:
     """A fresh index from all of `column_tokens` (set ids from 0), committed as including `batch_id`."""
     base = begin(store, JOSIE)
     if store.exists(COLUMN_TOKENS):
         ct = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token"])
     else:
-        from pyspark.sql.pandas.types import from_arrow_schema
 
         ct = spark.createDataFrame([], from_arrow_schema(pa.schema(
             [("table_id", pa.string()), ("column_id", pa.string()), ("token", pa.string())])))
@@ -288,17 +274,18 @@ def build(spark: SparkSession, store: LakeStore, *, batch_id: int = 0, hash_modu
     try:
         frames = build_index(pairs, hash_modulus=hash_modulus)
         n_sets = cols.count()
-        state = {"index_version": 1, "next_set_id": n_sets, "next_token_id": 0, "last_rebuild_batch": batch_id}
         frames.tokens = frames.tokens.persist()
-        state["next_token_id"] = frames.tokens.count()
+        state = JosieState(index_version=1, next_set_id=n_sets, next_token_id=frames.tokens.count(),
+                           last_rebuild_batch=batch_id)
         state = write_full(store, frames, cols, base=base, batch_id=batch_id, kind="build", state=state)
     finally:
         spark.catalog.clearCache()
-    log.info("josie index built", extra={k: state[k] for k in ("n_lists", "next_set_id", "index_version")})
-    return {"mode": "build", **state}
+    log.info("josie index built", extra={"n_lists": state.n_lists, "next_set_id": state.next_set_id,
+                                         "index_version": state.index_version})
+    return JosieResult("build", state)
 
 
-def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str, Any]:
+def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> JosieResult:
     """Full build (used by the pipeline stage when no index exists yet)."""
     return build(spark, batch_store(settings.lake, spark, batch.batch_id), batch_id=batch.batch_id)
 

@@ -5,11 +5,13 @@ Incremental: the catalog's `josie_meta.index_version` says which index version i
 version changed, so only those rows are deleted and re-inserted from the current lake tables (a key
 gone from the lake is simply deleted). A build or rebuild (`full` change), a catalog with no JOSIE
 index yet, or a gap in the log republishes everything. It runs inside the publish transaction of
-`spark_jobs.publish.catalog` (or the one of `juncture rebuild`), so readers never see half an index.
+`spark_jobs.publish.catalog` (a batch's, or the one after a rebuild), so readers never see half an
+index.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -31,8 +33,8 @@ from spark_jobs.josie.tables import (
     JOSIE_SETS,
     JOSIE_STATE,
     JOSIE_TOKENS,
+    JosieState,
 )
-from spark_jobs.lake import faults
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore
 
@@ -52,7 +54,7 @@ def publish_josie(session: Session, store: LakeStore, batch: ChangeBatch | None 
     if not store.exists(JOSIE_STATE):
         return {"josie_index_version": 0}
     state = read_state(store)
-    target = int(state["index_version"])
+    target = state.index_version
     have = catalog_index_version(session)
     if have == target:
         return {"josie_index_version": target, "josie_tokens_written": 0, "josie_sets_written": 0}
@@ -152,34 +154,10 @@ def _insert(session: Session, model: Any, rows: Iterable[dict[str, Any]]) -> int
     return n
 
 
-def _write_meta(session: Session, state: dict[str, Any]) -> None:
-    for key in ("index_version", "n_lists", "n_dirty_lists", "dirty_share", "next_set_id", "next_token_id",
-                "last_rebuild_batch"):
-        session.merge(JosieMeta(key=key, value=str(state[key])))
+def _write_meta(session: Session, state: JosieState) -> None:
+    for key, value in dataclasses.asdict(state).items():
+        session.merge(JosieMeta(key=key, value=str(value)))
 
 
 def _chunks(items: list[int]) -> list[list[int]]:
     return [items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK)]
-
-
-def publish_current(settings: Any, spark: Any = None, *, relations: bool = False) -> dict[str, int]:
-    """Publish the lake's index now in its own transaction (after `juncture rebuild`); with
-    `relations`, every joinable/unionable list too (after a full re-relate), in the same one."""
-    from catalog.db.engine import open_catalog, session_scope
-
-    engine = open_catalog(settings.catalog_url)
-    with session_scope(engine) as session:
-        if session.get_bind().dialect.name == "postgresql":  # serialize with batch publishes
-            from sqlalchemy import func
-
-            from spark_jobs.publish.catalog import PUBLISH_LOCK_KEY
-
-            session.execute(select(func.pg_advisory_xact_lock(PUBLISH_LOCK_KEY)))
-        store = LakeStore(settings.lake, spark)
-        counts = publish_josie(session, store)
-        if relations:
-            from spark_jobs.publish.relations import publish_all_relations
-
-            counts.update(publish_all_relations(session, store))
-        faults.checkpoint("publish:rebuild")
-        return counts

@@ -4,7 +4,7 @@ Incremental updates leave new tokens at the end of the order and changed lists i
 (research/josie.md §4, "Rebuild strategy"); this job rebuilds the dictionary, the integer sets and
 the posting lists from the index's own (token, set) pairs exactly as a fresh build would, except
 that set ids (and `next_set_id`) are kept. It runs when the dirty share passes
-settings.index.josie_dirty_threshold (the update stage reports `rebuild_due`), on schedule, and
+josie_settings(settings).dirty_threshold (the update stage reports `rebuild_due`), on schedule, and
 from `juncture rebuild`.
 """
 
@@ -13,12 +13,16 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F  # noqa: N812
 
 from catalog.core.settings import Settings, load_settings
+from catalog.search.josie.settings import josie_settings
 from spark_jobs.josie.build import build_index, index_exists, read_state, write_full
-from spark_jobs.josie.tables import JOSIE, JOSIE_SETS, JOSIE_TOKENS
+from spark_jobs.josie.tables import JOSIE, JOSIE_SETS, JOSIE_TOKENS, JosieResult, JosieState
 from spark_jobs.lake.commit_point import begin
+from spark_jobs.lake.session import get_spark
 from spark_jobs.lake.store import LakeStore
 
 if TYPE_CHECKING:
@@ -26,15 +30,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-def rebuild(spark: SparkSession, store: LakeStore, *, hash_modulus: int = 0) -> dict[str, Any]:
-    """Rebuild the index in place; returns the new state (or {"mode": "absent"} with no index)."""
-    from pyspark.sql import functions as F  # noqa: N812
-
+def rebuild(spark: SparkSession, store: LakeStore, *, hash_modulus: int = 0) -> JosieResult:
+    """Rebuild the index in place (mode "absent" when there is no index)."""
     base = begin(store, JOSIE)  # a rebuild killed half-way is rolled back here
     if not index_exists(store):
-        return {"mode": "absent"}
+        return JosieResult("absent")
     current = read_state(store)
-    version = int(current["index_version"]) + 1
+    version = current.index_version + 1
     tokens = store.read(JOSIE_TOKENS)
     sets = store.read(JOSIE_SETS)
     pairs = (sets.select("set_id", F.explode("tokens").alias("token_id"))
@@ -44,34 +46,34 @@ def rebuild(spark: SparkSession, store: LakeStore, *, hash_modulus: int = 0) -> 
         frames = build_index(pairs, hash_modulus=hash_modulus)
         frames.tokens = frames.tokens.persist()
         n_tokens = frames.tokens.count()
-        state = {"index_version": version, "next_set_id": int(current["next_set_id"]), "next_token_id": n_tokens,
-                 "last_rebuild_batch": base.batch_id}
+        state = JosieState(index_version=version, next_set_id=current.next_set_id, next_token_id=n_tokens,
+                           last_rebuild_batch=base.batch_id)
         state = write_full(store, frames, sets.select("set_id", "table_id", "column_id"), base=base,
                            batch_id=base.batch_id, kind="rebuild", state=state)
     finally:
         spark.catalog.clearCache()
-    log.info("josie index rebuilt", extra={"index_version": version, "n_lists": state["n_lists"]})
-    return {"mode": "rebuild", **state}
+    log.info("josie index rebuilt", extra={"index_version": version, "n_lists": state.n_lists})
+    return JosieResult("rebuild", state)
 
 
-def run(spark: SparkSession, settings: Settings, batch: object | None = None) -> dict[str, Any]:
-    """Rebuild now (the `juncture rebuild` and `lake_rebuild` entry point)."""
+def run(spark: SparkSession, settings: Settings) -> JosieResult:
+    """Rebuild now (the family's rebuild step)."""
     return rebuild(spark, LakeStore(settings.lake, spark))
 
 
 def due(spark: SparkSession | None, settings: Settings) -> bool:
     """Whether the committed index's dirty share passes the threshold."""
     store = LakeStore(settings.lake, spark)
-    return index_exists(store) and float(read_state(store)["dirty_share"]) > settings.index.josie_dirty_threshold
+    return index_exists(store) and read_state(store).dirty_share > josie_settings(settings).dirty_threshold
 
 
-def run_if_due(spark: SparkSession, settings: Settings) -> dict[str, Any]:
+def run_if_due(spark: SparkSession, settings: Settings) -> JosieResult:
     """Rebuild only when the dirty share passes the threshold."""
     store = LakeStore(settings.lake, spark)
     if not index_exists(store):
-        return {"mode": "absent"}
+        return JosieResult("absent")
     if not due(spark, settings):
-        return {"mode": "not_due", **read_state(store)}
+        return JosieResult("not_due", read_state(store))
     return rebuild(spark, store)
 
 
@@ -79,7 +81,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rebuild_josie")
     parser.add_argument("--if-due", action="store_true", help="only when the dirty share passes the threshold")
     args = parser.parse_args(argv)
-    from spark_jobs.lake.session import get_spark
 
     settings = load_settings()
     spark = get_spark(settings, "juncture.rebuild_josie")

@@ -26,6 +26,11 @@ the unit's manifest (`spark_jobs.lake.commit_point`), its one commit point.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
 import pyarrow as pa
 
 from spark_jobs.lake.commit_point import UnitSpec
@@ -79,6 +84,54 @@ CHANGES_SCHEMA = pa.schema([
 ])
 
 CHANGE_TOKEN, CHANGE_SET, CHANGE_FULL = "token", "set", "full"
+
+
+
+@dataclass(frozen=True)
+class JosieState:
+    """The one row of `josie_state`."""
+
+    index_version: int = 0
+    n_lists: int = 0
+    n_dirty_lists: int = 0
+    dirty_share: float = 0.0
+    next_set_id: int = 0
+    next_token_id: int = 0
+    last_rebuild_batch: int = 0
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_pylist([dataclasses.asdict(self)], schema=STATE_SCHEMA)
+
+    @staticmethod
+    def from_row(row: Mapping[str, Any]) -> JosieState:
+        return JosieState(**{f.name: row[f.name] for f in dataclasses.fields(JosieState)})
+
+    def with_counts(self, n_lists: int, n_dirty_lists: int, **changes: Any) -> JosieState:
+        """A copy with new list counts (and the dirty share they give) and any other changes."""
+        return dataclasses.replace(self, n_lists=n_lists, n_dirty_lists=n_dirty_lists,
+                                   dirty_share=(n_dirty_lists / n_lists) if n_lists else 0.0, **changes)
+
+
+JosieMode = Literal["build", "update", "rebuild", "skipped", "empty", "absent", "not_due"]
+
+
+@dataclass(frozen=True)
+class JosieResult:
+    """What a JOSIE job did: its mode, the committed state, whether a rebuild is due now, and (for
+    an update) how many posting lists and sets it rewrote."""
+
+    mode: JosieMode
+    state: JosieState | None = None
+    rebuild_due: bool = False
+    n_lists_rewritten: int = 0
+    n_affected_sets: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        """Flat and JSON-sized, for logs, XCom and the CLI."""
+        state = dataclasses.asdict(self.state) if self.state else {}
+        return {"mode": self.mode, **state, "rebuild_due": self.rebuild_due,
+                "n_lists_rewritten": self.n_lists_rewritten, "n_affected_sets": self.n_affected_sets}
+
 
 JOSIE = UnitSpec("josie", (JOSIE_TOKENS, JOSIE_SETS, JOSIE_POSTINGS, JOSIE_STATE, JOSIE_CHANGES))
 

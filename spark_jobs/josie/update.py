@@ -15,7 +15,7 @@ token) order. A list whose set-id membership changed (entries added or removed, 
 token) leaves its duplicate group: it gets the singleton group DIRTY_GROUP_BASE + token_id. Lists
 that only see positions/sizes move keep their group (their set ids are unchanged, so the group is
 still a run of identical lists). The dirty share (dirty lists / lists) goes into `josie_state`, and
-the result says whether a rebuild is due (share > settings.index.josie_dirty_threshold).
+the result says whether a rebuild is due (share > josie_settings(settings).dirty_threshold).
 
 The same update runs on the driver with Arrow and numpy (`update_josie_arrow`) while the index is
 small enough for it (`use_driver`): identical results, without a dozen Spark jobs over the whole
@@ -24,12 +24,16 @@ index for a batch that changes a few thousand lists.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F  # noqa: N812
 
 from catalog.core.identity import table_bucket
 from catalog.core.settings import Settings
+from catalog.search.josie.settings import josie_settings
 from spark_jobs.josie import build as josie_index
 from spark_jobs.josie import update_arrow as update_josie_arrow
 from spark_jobs.josie.build import (
@@ -51,6 +55,8 @@ from spark_jobs.josie.tables import (
     JOSIE_SETS,
     JOSIE_STATE,
     JOSIE_TOKENS,
+    JosieResult,
+    JosieState,
 )
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.commit_point import applied_batch, batch_store, begin, commit
@@ -63,28 +69,27 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def rebuild_due(state: dict[str, Any], settings: Settings) -> bool:
-    return float(state["dirty_share"]) > settings.index.josie_dirty_threshold
+def rebuild_due(state: JosieState, settings: Settings) -> bool:
+    return state.dirty_share > josie_settings(settings).dirty_threshold
 
 
 def _empty_column_tokens(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame([], "table_id string, column_id string, token string")
 
 
-def use_driver(state: dict[str, Any], settings: Settings) -> bool:
+def use_driver(state: JosieState, settings: Settings) -> bool:
     """Whether the batch is applied on the driver (`update_josie_arrow`) rather than by Spark:
-    `index.josie_update_engine` "arrow" or "spark" decides, "auto" picks the driver while the index
-    has at most `index.josie_driver_max_lists` posting lists (its tables then fit in its memory)."""
-    engine = settings.index.josie_update_engine
+    `index.josie.update_engine` "arrow" or "spark" decides, "auto" picks the driver while the index
+    has at most `index.josie.driver_max_lists` posting lists (its tables then fit in its memory)."""
+    engine = josie_settings(settings).update_engine
     if engine == "auto":
-        return int(state["n_lists"]) <= settings.index.josie_driver_max_lists
+        return state.n_lists <= josie_settings(settings).driver_max_lists
     return engine == "arrow"
 
 
-def update(spark: SparkSession, store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> dict[str, Any]:
+def update(spark: SparkSession, store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> JosieResult:
     """Apply `batch` to an existing index with Spark; commits tokens, sets, postings, changes, then
     state."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     base = begin(store, JOSIE)
     versions = {n: store.version(n) for n in (JOSIE_TOKENS, JOSIE_SETS, JOSIE_POSTINGS, JOSIE_STATE)}
@@ -112,7 +117,7 @@ def update(spark: SparkSession, store: LakeStore, batch: ChangeBatch, *, n_bucke
     cols = new_ct.select("table_id", "column_id").distinct().join(aff_old.select("column_id", "set_id"),
                                                                    "column_id", "left")
     col_rows = cols.collect()
-    next_set_id = int(state["next_set_id"])
+    next_set_id = state.next_set_id
     mapping = []
     for r in sorted(col_rows, key=lambda r: r["column_id"]):
         sid = r["set_id"]
@@ -128,7 +133,7 @@ def update(spark: SparkSession, store: LakeStore, batch: ChangeBatch, *, n_bucke
     known_ids = old_tokens.select("token", "token_id").join(F.broadcast(batch_tokens), "token", "left_semi")
     known = keep(pairs.join(known_ids, "token", "left"))
     fresh = known.where(F.col("token_id").isNull()).groupBy("token").agg(F.count(F.lit(1)).alias("batch_freq"))
-    fresh = keep(dense_index(fresh, ["batch_freq", "token"], "token_id", start=int(state["next_token_id"]))
+    fresh = keep(dense_index(fresh, ["batch_freq", "token"], "token_id", start=state.next_token_id)
                  .select("token", "token_id"))
     new_int = keep(known.where(F.col("token_id").isNotNull()).select("set_id", "token_id")
                    .unionByName(pairs.join(fresh, "token").select("set_id", "token_id")))
@@ -164,7 +169,7 @@ def update(spark: SparkSession, store: LakeStore, batch: ChangeBatch, *, n_bucke
         conform(new_sets.join(F.broadcast(col_map), "set_id"), JOSIE_SETS))
     postings_new = old_post.join(F.broadcast(rewrite), "token_id", "left_anti").unionByName(lists_upd)
 
-    version = int(state["index_version"]) + 1
+    version = state.index_version + 1
     changes = (rewrite.select(F.lit(CHANGE_TOKEN).alias("kind"), F.col("token_id").alias("key"))
                .unionByName(aff_ids.unionByName(col_map.select("set_id")).distinct()
                             .select(F.lit(CHANGE_SET).alias("kind"), F.col("set_id").alias("key")))
@@ -179,24 +184,25 @@ def update(spark: SparkSession, store: LakeStore, batch: ChangeBatch, *, n_bucke
         spark.catalog.clearCache()
 
 
-def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str, Any]:
+def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> JosieResult:
     """The pipeline stage: a full build if there is no index yet, else an incremental update."""
     store = batch_store(settings.lake, spark, batch.batch_id)
     if josie_index.index_exists(store):
         state = read_state(store)
         if applied_batch(store, JOSIE) >= batch.batch_id:
-            return {"mode": "skipped", **state, "rebuild_due": rebuild_due(state, settings)}
+            return JosieResult("skipped", state, rebuild_due=rebuild_due(state, settings))
         if batch.empty:  # nothing to change: record the batch as applied
             commit(store, JOSIE, begin(store, JOSIE), batch_id=batch.batch_id, kind="empty")
-            return {"mode": "empty", **state, "rebuild_due": rebuild_due(state, settings)}
+            return JosieResult("empty", state, rebuild_due=rebuild_due(state, settings))
         if use_driver(state, settings):
             result = update_josie_arrow.update(store, batch, n_buckets=settings.index.cells_buckets)
         else:
             result = update(spark, store, batch, n_buckets=settings.index.cells_buckets)
     else:
         result = josie_index.build(spark, store, batch_id=batch.batch_id)
-    result["rebuild_due"] = rebuild_due(result, settings)
-    log.info("josie index updated", extra={k: v for k, v in result.items() if k != "mode"})
+    assert result.state is not None
+    result = dataclasses.replace(result, rebuild_due=rebuild_due(result.state, settings))
+    log.info("josie index updated", extra=result.summary())
     return result
 
 

@@ -7,7 +7,7 @@ third of a full build. Here the batch's own work is a few numpy sorts and each i
 rewritten once from Arrow, in about a second. The outcome is the same tables (same set and token
 ids, positions, groups, change log and state; a test applies random batches both ways and compares
 them), so nothing downstream can tell which engine ran. `update_josie.run` picks this one while the
-index fits comfortably in the driver's memory (`index.josie_driver_max_lists`).
+index fits comfortably in the driver's memory (`index.josie.driver_max_lists`).
 
 The algorithm is `update_josie`'s (its docstring lists the cases): every *affected* set is
 recomputed as a whole, and each posting list that holds one of its tokens, before or after, is
@@ -15,8 +15,6 @@ rebuilt from its other entries plus the set's new entries.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +35,7 @@ from spark_jobs.josie.tables import (
     POSTINGS_SCHEMA,
     SETS_SCHEMA,
     TOKENS_SCHEMA,
+    JosieResult,
 )
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.commit_point import begin
@@ -45,7 +44,7 @@ from spark_jobs.lake.store import LakeStore
 _KEY_SHIFT = 32  # (set_id, token_id) pair -> one int64 key; both ids fit in 31 bits (int32 columns)
 
 
-def update(store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> dict[str, Any]:
+def update(store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> JosieResult:
     """Apply `batch` to an existing index; commits tokens, sets, postings, changes, then state."""
     base = begin(store, JOSIE)
     versions = {n: store.version(n) for n in (JOSIE_TOKENS, JOSIE_SETS, JOSIE_POSTINGS, JOSIE_STATE)}
@@ -57,13 +56,13 @@ def update(store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> dict[str,
 
     # Set ids: surviving columns keep theirs; new columns get fresh ones in column_id order.
     new_ct = _batch_column_tokens(store, list(batch.added), n_buckets)
-    col_map, next_set_id = _set_ids(new_ct, aff_old, int(state["next_set_id"]))
+    col_map, next_set_id = _set_ids(new_ct, aff_old, state.next_set_id)
     pair_sets = np.asarray(col_map["set_id"])[pc.index_in(new_ct["column_id"], value_set=col_map["column_id"])
                                               .to_numpy(zero_copy_only=False)]
 
     # Token ids: known tokens keep theirs; new ones go to the end of the order, (batch frequency, token).
     old_tokens = conform_any(store.read_arrow(JOSIE_TOKENS, version=versions[JOSIE_TOKENS]), JOSIE_TOKENS)
-    pair_tokens, fresh = _token_ids(new_ct["token"], old_tokens, int(state["next_token_id"]))
+    pair_tokens, fresh = _token_ids(new_ct["token"], old_tokens, state.next_token_id)
 
     new_sid, new_tok, new_pos, new_size = _integer_sets(pair_sets, pair_tokens)
     old_tok = pc.list_flatten(aff_old["tokens"]).to_numpy().astype(np.int64)
@@ -81,7 +80,7 @@ def update(store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> dict[str,
     tokens_new = _dictionary(old_tokens, fresh, lists_upd, dirty)
     sets_new = pa.concat_tables([old_sets.filter(pc.invert(pc.is_in(old_sets["set_id"], pa.array(aff_ids)))),
                                  _sets_table(new_sid, new_tok, col_map)])
-    version = int(state["index_version"]) + 1
+    version = state.index_version + 1
     changed_sets = np.union1d(aff_ids, np.asarray(col_map["set_id"], dtype=np.int64))
     n_changes = len(rewrite) + len(changed_sets)
     changes = pa.table({

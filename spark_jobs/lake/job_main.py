@@ -9,6 +9,12 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from catalog.core.logs import configure_logging
+from catalog.core.settings import load_settings
+from spark_jobs.lake.batches import load_batch
+from spark_jobs.lake.session import get_spark
+from spark_jobs.lake.store import LakeStore
+
 log = logging.getLogger(__name__)
 
 
@@ -22,11 +28,6 @@ def batch_job_main(prog: str, run: Callable[..., Any], argv: Sequence[str] | Non
         parser.add_argument("--full", action="store_true", help="recompute every list")
     args = parser.parse_args(argv)
 
-    from catalog.core.logs import configure_logging
-    from catalog.core.settings import load_settings
-    from spark_jobs.lake.batches import load_batch
-    from spark_jobs.lake.session import get_spark
-    from spark_jobs.lake.store import LakeStore
 
     settings = load_settings()
     configure_logging(1, fmt=settings.log_format)

@@ -91,7 +91,7 @@ def spark_conf(settings: Settings) -> dict[str, str]:
 def get_spark(settings: Settings, app_name: str = "juncture") -> SparkSession:
     """The process's SparkSession (created on first call, reused after: Spark allows one per JVM)."""
     check_java()
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # deferred: Arrow-only callers never load Spark
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -100,7 +100,7 @@ def get_spark(settings: Settings, app_name: str = "juncture") -> SparkSession:
     for key, value in spark_conf(settings).items():
         builder = builder.config(key, value)
     if settings.spark.delta_jars:
-        from delta import configure_spark_with_delta_pip
+        from delta import configure_spark_with_delta_pip  # deferred: Arrow-only callers never load Spark
 
         builder = configure_spark_with_delta_pip(builder)
     spark = builder.getOrCreate()

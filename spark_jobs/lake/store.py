@@ -34,7 +34,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Union
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Engine = Literal["auto", "delta-rs", "delta-spark"]
+# What a write takes: a Spark DataFrame (written by the executors) or an Arrow table (by pyarrow).
+Data = Union["DataFrame", pa.Table]
 _STAGING = "_staging"
 _IN_CHUNK = 5000  # values per IN (...) list in one predicate
 
@@ -132,7 +134,7 @@ class LakeStore:
                 raise LakeError(self.root, "the delta-spark engine needs a Spark session")
             return engine
         if self.spark is not None:
-            from spark_jobs.lake.session import has_delta_jars
+            from spark_jobs.lake.session import has_delta_jars  # deferred: Arrow-only callers never load Spark
 
             if has_delta_jars(self.spark):
                 return "delta-spark"
@@ -290,7 +292,7 @@ class LakeStore:
         return list(self._table(name).metadata().partition_columns)
 
     def arrow_schema(self, name: str) -> pa.Schema:
-        return pa.schema(self._table(name).schema().to_arrow())  # type: ignore[arg-type]
+        return pa.schema(self._table(name).schema().to_arrow())
 
     # ------------------------------------------------------------------ reads
     def read(self, name: str, *, columns: Sequence[str] | None = None,
@@ -303,10 +305,10 @@ class LakeStore:
                 reader = reader.option("versionAsOf", version)
             df = reader.load(self.uri(name))
         else:
-            from pyspark.sql.pandas.types import from_arrow_schema
+            from pyspark.sql.pandas.types import from_arrow_schema  # deferred: Arrow-only callers never load Spark
 
             table = self._table(name, version)
-            schema = from_arrow_schema(pa.schema(table.schema().to_arrow()))  # type: ignore[arg-type]
+            schema = from_arrow_schema(pa.schema(table.schema().to_arrow()))
             files = self._files(table, where)
             if files:
                 df = spark.read.schema(schema).option("basePath", self.uri(name)).parquet(*files)
@@ -323,7 +325,7 @@ class LakeStore:
 
     def _read_table(self, table: DeltaTable, name: str, where: Mapping[str, Sequence[Any]] | None,
                     columns: Sequence[str] | None = None) -> pa.Table:
-        schema = pa.schema(table.schema().to_arrow())  # type: ignore[arg-type]
+        schema = pa.schema(table.schema().to_arrow())
         files = self._files(table, where)
         if not files:
             out = schema.empty_table()
@@ -351,15 +353,15 @@ class LakeStore:
         return pafs.FileSystem.from_uri(uri)[1]
 
     # ------------------------------------------------------------------ writes
-    def append(self, name: str, data: Any, *, partition_by: Sequence[str] = ()) -> CommitResult:
+    def append(self, name: str, data: Data, *, partition_by: Sequence[str] = ()) -> CommitResult:
         """Add rows; creates the table (with `partition_by`) if it does not exist."""
         return self._write(name, data, mode="append", partition_by=partition_by)
 
-    def overwrite(self, name: str, data: Any, *, partition_by: Sequence[str] = ()) -> CommitResult:
+    def overwrite(self, name: str, data: Data, *, partition_by: Sequence[str] = ()) -> CommitResult:
         """Replace the whole table's content in one commit (its history is kept)."""
         return self._write(name, data, mode="overwrite", partition_by=partition_by)
 
-    def overwrite_where(self, name: str, data: Any, *, column: str, values: Sequence[Any],
+    def overwrite_where(self, name: str, data: Data, *, column: str, values: Sequence[Any],
                         partitions: Mapping[str, Sequence[Any]] | None = None,
                         partition_by: Sequence[str] = ()) -> CommitResult:
         """Replace every row whose `column` is in `values` by `data`, atomically (e.g. the cells of
@@ -373,7 +375,7 @@ class LakeStore:
         return self._replace(name, data, keep=lambda old: _without_values(old, column, values),
                              where={column: list(values), **(partitions or {})})
 
-    def merge(self, name: str, data: Any, *, keys: Sequence[str], partition_by: Sequence[str] = ()) -> CommitResult:
+    def merge(self, name: str, data: Data, *, keys: Sequence[str], partition_by: Sequence[str] = ()) -> CommitResult:
         """Upsert by `keys`: rows of `data` replace rows with equal keys, the rest are inserted."""
         if not keys:
             raise LakeError(name, "merge needs at least one key column")
@@ -401,7 +403,7 @@ class LakeStore:
                             n_files_removed=int(metrics.get("num_removed_files", 0)))
 
     # ------------------------------------------------------------------ delta-rs machinery
-    def _write(self, name: str, data: Any, *, mode: str, partition_by: Sequence[str]) -> CommitResult:
+    def _write(self, name: str, data: Data, *, mode: str, partition_by: Sequence[str]) -> CommitResult:
         if self.engine == "delta-spark":
             return self._spark_write(name, data, mode=mode, partition_by=partition_by)
         exists = self.exists(name)
@@ -415,7 +417,7 @@ class LakeStore:
         removes = self._removes(_add_actions(self._latest(name))) if exists and mode == "overwrite" else []
         return self._commit(name, adds, removes, schema, parts, n_rows, create=not exists)
 
-    def _replace(self, name: str, data: Any, *, keep: Callable[[Any], Any],
+    def _replace(self, name: str, data: Data, *, keep: Callable[[Any], Any],
                  where: Mapping[str, Sequence[Any]] | None) -> CommitResult:
         """Rewrite the files that may hold rows to drop: keep their other rows, add `data`."""
         table = self._latest(name)
@@ -455,7 +457,7 @@ class LakeStore:
                 for r in rows]
 
     def _read_uris(self, name: str, uris: list[str]) -> DataFrame:
-        from pyspark.sql.pandas.types import from_arrow_schema
+        from pyspark.sql.pandas.types import from_arrow_schema  # deferred: Arrow-only callers never load Spark
 
         spark = self._need_spark("rewrite")
         schema = from_arrow_schema(self.arrow_schema(name))
@@ -469,7 +471,7 @@ class LakeStore:
                                partitioning=pads.partitioning(pa.schema(parts), flavor="hive") if parts else None)
         return dataset.to_table()
 
-    def _stage_files(self, name: str, data: Any, parts: list[str]) -> tuple[list[AddAction], int]:
+    def _stage_files(self, name: str, data: Data, parts: list[str]) -> tuple[list[AddAction], int]:
         """Write `data` as Parquet under the table folder; returns add actions and the row count."""
         write_id = uuid.uuid4().hex
         staging = self._fs_path(name, _STAGING, write_id)
@@ -507,7 +509,7 @@ class LakeStore:
     def _commit(self, name: str, adds: list[AddAction], removes: list[RemoveAction], schema: pa.Schema,
                 parts: list[str], n_rows: int, *, create: bool) -> CommitResult:
         faults.checkpoint(f"commit:{name}")
-        delta_schema = DeltaSchema.from_arrow(schema)  # type: ignore[arg-type]
+        delta_schema = DeltaSchema.from_arrow(schema)
         if create:
             create_table_with_add_actions(self.uri(name), delta_schema, adds, mode="error", partition_by=parts or None)
         else:
@@ -531,7 +533,7 @@ class LakeStore:
         return self.spark
 
     # ------------------------------------------------------------------ delta-spark engine
-    def _spark_write(self, name: str, data: Any, *, mode: str, partition_by: Sequence[str]) -> CommitResult:
+    def _spark_write(self, name: str, data: Data, *, mode: str, partition_by: Sequence[str]) -> CommitResult:
         df = self._as_spark(data)
         writer = df.write.format("delta").mode(mode)
         if partition_by:
@@ -540,7 +542,7 @@ class LakeStore:
         writer.save(self.uri(name))
         return self._spark_done(name)
 
-    def _spark_replace(self, name: str, data: Any, *, predicate: str) -> CommitResult:
+    def _spark_replace(self, name: str, data: Data, *, predicate: str) -> CommitResult:
         writer = self._as_spark(data).write.format("delta").mode("overwrite").option("replaceWhere", predicate)
         faults.checkpoint(f"commit:{name}")
         writer.save(self.uri(name))
@@ -551,8 +553,8 @@ class LakeStore:
         self._advance(name, version)
         return CommitResult(name, version)
 
-    def _spark_merge(self, name: str, data: Any, keys: Sequence[str]) -> CommitResult:
-        from delta.tables import DeltaTable as SparkDeltaTable
+    def _spark_merge(self, name: str, data: Data, keys: Sequence[str]) -> CommitResult:
+        from delta.tables import DeltaTable as SparkDeltaTable  # deferred: Arrow-only callers never load Spark
 
         faults.checkpoint(f"commit:{name}")
         cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
@@ -560,7 +562,7 @@ class LakeStore:
          .merge(self._as_spark(data).alias("s"), cond).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
         return self._spark_done(name)
 
-    def _as_spark(self, data: Any) -> DataFrame:
+    def _as_spark(self, data: Data) -> DataFrame:
         return data if _is_spark(data) else self._need_spark("write").createDataFrame(data)
 
 
@@ -570,13 +572,13 @@ def _add_actions(table: DeltaTable) -> pa.Table:
     return pa.table(table.get_add_actions(flatten=True))
 
 
-def _is_spark(data: Any) -> bool:
+def _is_spark(data: object) -> bool:
     return type(data).__module__.startswith("pyspark.")
 
 
-def _arrow_schema_of(data: Any) -> pa.Schema:
+def _arrow_schema_of(data: Data) -> pa.Schema:
     if _is_spark(data):
-        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.pandas.types import to_arrow_schema  # deferred: Arrow-only callers never load Spark
 
         return to_arrow_schema(data.schema)
     if isinstance(data, pa.Table):
@@ -586,12 +588,12 @@ def _arrow_schema_of(data: Any) -> pa.Schema:
 
 def _delta_fields(schema: pa.Schema) -> list[tuple[str, str]]:
     """(name, Delta type) pairs: compares schemas the way Delta sees them (string = large_string…)."""
-    fields = json.loads(DeltaSchema.from_arrow(schema).to_json())["fields"]  # type: ignore[arg-type]
+    fields = json.loads(DeltaSchema.from_arrow(schema).to_json())["fields"]
     return [(f["name"], json.dumps(f["type"], sort_keys=True)) for f in fields]
 
 
 def _spark_filter(df: DataFrame, where: Mapping[str, Sequence[Any]] | None) -> DataFrame:
-    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql import functions as F  # noqa: N812  # deferred: Arrow-only callers never load Spark
 
     for col, vals in (where or {}).items():
         df = df.filter(F.col(col).isin(list(vals)))
@@ -604,26 +606,28 @@ def _arrow_filter(table: pa.Table, where: Mapping[str, Sequence[Any]] | None) ->
     return table
 
 
-def _without_values(old: Any, column: str, values: Sequence[Any]) -> Any:
+def _without_values(old: Data, column: str, values: Sequence[Any]) -> Data:
     """The rows of `old` whose `column` is not one of `values` (nulls are kept)."""
-    if _is_spark(old):
-        from pyspark.sql import functions as F  # noqa: N812
+    if not isinstance(old, pa.Table):
+        from pyspark.sql import functions as F  # noqa: N812  # deferred: Arrow-only callers never load Spark
 
         return old.filter(~F.coalesce(F.col(column).isin(list(values)), F.lit(False)))
     hit = pc.is_in(old[column], pa.array(list(values), type=old.schema.field(column).type))
     return old.filter(pc.invert(pc.fill_null(hit, False)))
 
 
-def _without_keys(old: Any, new: Any, keys: Sequence[str]) -> Any:
+def _without_keys(old: Data, new: Data, keys: Sequence[str]) -> Data:
     """The rows of `old` whose key does not occur in `new` (an anti-join on `keys`)."""
-    if _is_spark(old):
+    if not isinstance(old, pa.Table):
+        assert not isinstance(new, pa.Table)
         return old.join(new.select(*keys).distinct(), on=list(keys), how="left_anti")
+    assert isinstance(new, pa.Table)
     return old.join(new.select(list(keys)).group_by(list(keys)).aggregate([]), keys=list(keys),
                     join_type="left anti").select(old.column_names)
 
 
-def _distinct_values(data: Any, column: str) -> list[Any]:
-    if _is_spark(data):
+def _distinct_values(data: Data, column: str) -> list[Any]:
+    if not isinstance(data, pa.Table):
         return [r[0] for r in data.select(column).distinct().collect()]
     return pc.unique(data[column]).to_pylist()
 

@@ -14,6 +14,7 @@ This module is the only place outside `dags/` that imports Airflow, and it does 
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import sys
@@ -22,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from catalog.core.errors import JunctureError, UserError
 from catalog.core.settings import Settings
@@ -87,11 +90,11 @@ def prepare(settings: Settings) -> Path:
                             f"; embedded mode needs {home} (set airflow.home to the same folder)")
     home.mkdir(parents=True, exist_ok=True)
     os.environ.update(env)
-    import airflow
+    import airflow  # deferred: Airflow loads only when a DAG runs
 
     marker = home / f".juncture-db-migrated-{airflow.__version__}"
     if not marker.exists():
-        from airflow.utils import db
+        from airflow.utils import db  # deferred: Airflow loads only when a DAG runs
 
         t0 = time.perf_counter()
         db.upgradedb()  # what `airflow db migrate` runs
@@ -104,7 +107,7 @@ def prepare(settings: Settings) -> Path:
 def load_dags(settings: Settings) -> dict[str, Any]:
     """Juncture's DAGs parsed from `dags/` (raises if any file fails to import)."""
     prepare(settings)
-    from airflow.dag_processing.dagbag import DagBag
+    from airflow.dag_processing.dagbag import DagBag  # deferred: Airflow loads only when a DAG runs
 
     bag = DagBag(dag_folder=str(DAGS_DIR))
     if bag.import_errors:
@@ -116,7 +119,7 @@ def load_dags(settings: Settings) -> dict[str, Any]:
 def run_dag(settings: Settings, dag_id: str, conf: Mapping[str, Any] | None = None, *,
             follow_triggers: bool = True, check: bool = True) -> DagRunResult:
     """Run one DAG in-process (`dag.test(run_conf=conf)`) with `settings`; then the runs it triggered."""
-    from spark_jobs.orchestration.tasks import bind_settings
+    from spark_jobs.orchestration.tasks import bind_settings  # deferred: tasks is what the DAGs import
 
     dags = load_dags(settings)
     if dag_id not in dags:
@@ -146,8 +149,8 @@ ASSET_CONSUMERS = {"juncture://lake/changes": "lake_index"}
 
 def _asset_consumers(result: DagRunResult) -> list[tuple[str, dict[str, Any]]]:
     """The DAGs to run because `result`'s run emitted asset events (embedded mode has no scheduler)."""
-    from airflow.models.asset import AssetEvent, AssetModel
-    from airflow.utils.session import create_session
+    from airflow.models.asset import AssetEvent, AssetModel  # deferred: Airflow loads only when a DAG runs
+    from airflow.utils.session import create_session  # deferred: Airflow loads only when a DAG runs
 
     with create_session() as session:
         rows = (session.query(AssetModel.uri, AssetEvent.extra)
@@ -161,8 +164,8 @@ def _asset_consumers(result: DagRunResult) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _result(dr: Any, seconds: float) -> DagRunResult:
-    from airflow.models.dagrun import DagRun
-    from airflow.utils.session import create_session
+    from airflow.models.dagrun import DagRun  # deferred: Airflow loads only when a DAG runs
+    from airflow.utils.session import create_session  # deferred: Airflow loads only when a DAG runs
 
     with create_session() as session:
         run = session.query(DagRun).filter(DagRun.dag_id == dr.dag_id, DagRun.run_id == dr.run_id).one()
@@ -172,8 +175,8 @@ def _result(dr: Any, seconds: float) -> DagRunResult:
 
 
 def _queued_runs() -> set[tuple[str, str]]:
-    from airflow.models.dagrun import DagRun
-    from airflow.utils.session import create_session
+    from airflow.models.dagrun import DagRun  # deferred: Airflow loads only when a DAG runs
+    from airflow.utils.session import create_session  # deferred: Airflow loads only when a DAG runs
 
     with create_session() as session:
         rows = session.query(DagRun.dag_id, DagRun.run_id).filter(DagRun.dag_id.in_(DAG_IDS),
@@ -184,8 +187,8 @@ def _queued_runs() -> set[tuple[str, str]]:
 def _run_queued(settings: Settings, dags: dict[str, Any], run: tuple[str, str], *, check: bool) -> DagRunResult:
     """Execute a run another DAG queued (no scheduler here): a fresh in-process run with its conf;
     the queued run is then closed with the same state and a note pointing at the run that did it."""
-    from airflow.models.dagrun import DagRun
-    from airflow.utils.session import create_session
+    from airflow.models.dagrun import DagRun  # deferred: Airflow loads only when a DAG runs
+    from airflow.utils.session import create_session  # deferred: Airflow loads only when a DAG runs
 
     dag_id, run_id = run
     with create_session() as session:
@@ -201,9 +204,7 @@ def _run_queued(settings: Settings, dags: dict[str, Any], run: tuple[str, str], 
 
 def api_trigger(settings: Settings, dag_id: str, conf: Mapping[str, Any]) -> dict[str, Any]:
     """Trigger `dag_id` through the Airflow 3 REST API at `settings.airflow.api_url` (no Airflow import)."""
-    import datetime as dt
 
-    import httpx
 
     base = settings.airflow.api_url.rstrip("/")
     headers = {}

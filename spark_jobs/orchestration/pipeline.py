@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from catalog.core.logs import log_context
 from catalog.core.settings import Settings
-from spark_jobs.josie import update as update_josie
+from spark_jobs.family import Stage, pipeline_families
 from spark_jobs.lake.batches import ChangeBatch, batch_ids, load_batch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile import keys as detect_keys
@@ -31,17 +31,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Stage = Callable[["SparkSession | None", Settings, ChangeBatch], Any]
 
-# (name, job) in execution order.
-STAGES: list[tuple[str, Stage]] = [
-    ("tokens", column_tokens.run),
-    ("profile", profile_columns.run),
-    ("keys", detect_keys.run),
-    ("josie", update_josie.run),
-    ("relate", relate.run),
-    ("publish", publish_catalog.run),
-]
+
+def stages() -> list[tuple[str, Stage]]:
+    """(name, job) in execution order: silver, then each index family's update, relate, publish
+    (the names are `plan.stage_names()`)."""
+    return [
+        ("tokens", column_tokens.run),
+        ("profile", profile_columns.run),
+        ("keys", detect_keys.run),
+        *((family.name, family.update) for family in pipeline_families()),
+        ("relate", relate.run),
+        ("publish", publish_catalog.run),
+    ]
 
 
 @dataclass
@@ -58,11 +60,12 @@ def pending_batches(store: LakeStore, settings: Settings) -> list[ChangeBatch]:
     return [load_batch(store, b) for b in batch_ids(store) if b not in published]
 
 
-def run_batch(spark: SparkSession | None, settings: Settings, batch: ChangeBatch,
-              stages: list[tuple[str, Stage]] | None = None) -> BatchReport:
+def run_batch(spark: SparkSession, settings: Settings, batch: ChangeBatch,
+              jobs: Sequence[tuple[str, Stage]] | None = None) -> BatchReport:
+    """Run every stage (or `jobs`) for `batch`, in order, timing each."""
     report = BatchReport(batch.batch_id, len(batch.added), len(batch.deleted))
     with log_context(batch_id=batch.batch_id):
-        for name, stage in stages or STAGES:
+        for name, stage in jobs or stages():
             t0 = time.perf_counter()
             report.results[name] = stage(spark, settings, batch)
             report.seconds[name] = round(time.perf_counter() - t0, 3)
@@ -70,7 +73,7 @@ def run_batch(spark: SparkSession | None, settings: Settings, batch: ChangeBatch
     return report
 
 
-def index_pending(spark: SparkSession | None, settings: Settings) -> list[BatchReport]:
+def index_pending(spark: SparkSession, settings: Settings) -> list[BatchReport]:
     """Apply every pending change batch, oldest first."""
     store = LakeStore(settings.lake, spark)
     return [run_batch(spark, settings, batch) for batch in pending_batches(store, settings)]

@@ -9,6 +9,9 @@ import json
 import sys
 from collections.abc import Sequence
 
+from catalog.core.logs import configure_logging
+from catalog.core.settings import load_settings
+
 
 def parse_ids(text: str) -> list[int]:
     try:
@@ -24,9 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch-id", type=int, action="append", default=[], dest="batch_id")
     args = parser.parse_args(argv)
 
-    from catalog.core.logs import configure_logging
-    from catalog.core.settings import load_settings
-    from spark_jobs.orchestration import tasks as dag_tasks
+    from spark_jobs.orchestration import tasks as dag_tasks  # deferred: `--help` answers without the jobs
 
     settings = load_settings()
     configure_logging(1, fmt=settings.log_format)

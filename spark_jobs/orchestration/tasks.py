@@ -14,6 +14,7 @@ and runs the same code `juncture crawl/index/rebuild` runs. Every function:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import time
@@ -24,6 +25,7 @@ from catalog.core.errors import UserError
 from catalog.core.logs import log_context
 from catalog.core.settings import Settings, load_settings
 from spark_jobs.lake.lock import LakeBusyError, lake_lock
+from spark_jobs.orchestration import plan
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,10 +33,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _BOUND: list[Settings] = []
-JOSIE_STATE = "josie_state"
-# The steps of `lake_rebuild`, in order (`spark_jobs.orchestration.rebuild.STEPS`, named here so
-# the DAG file does not import the jobs at parse time; a test checks the two agree).
-REBUILD_STEP_NAMES = ("catch_up", "rebuild_groups", "relate_all", "publish_all")
 
 
 class SourceUnavailableError(UserError):
@@ -57,7 +55,7 @@ def current_settings() -> Settings:
 
 
 def spark_for(settings: Settings, app: str) -> SparkSession:
-    from spark_jobs.lake.session import get_spark
+    from spark_jobs.lake.session import get_spark  # deferred: the DAG files import this module at parse time
 
     return get_spark(settings, app)
 
@@ -70,7 +68,7 @@ def source_names(settings: Settings | None = None) -> list[str]:
 
 def crawl_source(name: str, *, settings: Settings | None = None) -> int | None:
     """Crawl one configured source and land its changes; the batch id, or None when nothing changed."""
-    from spark_jobs.crawl.crawl import run_crawl
+    from spark_jobs.crawl.crawl import run_crawl  # deferred: the DAG files import this module at parse time
 
     settings = settings or current_settings()
     settings.source(name)  # an unknown name fails here, with the known ones listed
@@ -93,8 +91,8 @@ def land_manual(add: Sequence[str], delete: Sequence[str]) -> int | None:
     """Land a manual update (files/folders or source names to add, table ids to delete) as a batch."""
     if not add and not delete:
         return None
-    from spark_jobs.crawl.manual import land_update
-    from spark_jobs.lake.store import LakeStore
+    from spark_jobs.crawl.manual import land_update  # deferred: the DAG files import this module at parse time
+    from spark_jobs.lake.store import LakeStore  # deferred: the DAG files import this module at parse time
 
     settings = current_settings()
     batch = land_update(settings, LakeStore(settings.lake), add=list(add), delete=list(delete))  # locks itself
@@ -103,28 +101,32 @@ def land_manual(add: Sequence[str], delete: Sequence[str]) -> int | None:
 
 def pending_batch_ids() -> list[int]:
     """Change batches landed but not yet published, oldest first."""
-    from spark_jobs.lake.store import LakeStore
-    from spark_jobs.orchestration.pipeline import pending_batches
+    from spark_jobs.lake.store import LakeStore  # deferred: the DAG files import this module at parse time
+    from spark_jobs.orchestration.pipeline import (
+        pending_batches,  # deferred: the DAG files import this module at parse time
+    )
 
     settings = current_settings()
     return [b.batch_id for b in pending_batches(LakeStore(settings.lake), settings)]
 
 
 def stage_names() -> list[str]:
-    from spark_jobs.orchestration.pipeline import STAGES
+    return plan.stage_names()
 
-    return [name for name, _ in STAGES]
+
+def rebuild_step_names() -> list[str]:
+    return plan.rebuild_step_names()
 
 
 def run_stage(stage: str, batch_ids: Sequence[int], *, settings: Settings | None = None,
               spark: SparkSession | None = None, lock: bool = True) -> dict[str, Any]:
     """Run pipeline stage `stage` for each batch, oldest first (each stage is idempotent per batch)."""
-    from spark_jobs.lake.batches import load_batch
-    from spark_jobs.lake.store import LakeStore
-    from spark_jobs.orchestration.pipeline import STAGES
+    from spark_jobs.lake.batches import load_batch  # deferred: the DAG files import this module at parse time
+    from spark_jobs.lake.store import LakeStore  # deferred: the DAG files import this module at parse time
+    from spark_jobs.orchestration.pipeline import stages  # deferred: the DAG files import this module at parse time
 
     settings = settings or current_settings()
-    jobs = dict(STAGES)
+    jobs = dict(stages())
     if stage not in jobs:
         raise UserError(f"unknown pipeline stage {stage!r} (stages: {', '.join(jobs)})")
     if not batch_ids:
@@ -144,6 +146,8 @@ def run_stage(stage: str, batch_ids: Sequence[int], *, settings: Settings | None
 
 def _small(out: Any) -> Any:
     """A stage's result as something JSON-sized for XCom and logs."""
+    if hasattr(out, "summary"):
+        return out.summary()
     if isinstance(out, dict):
         return {str(k): v for k, v in out.items() if isinstance(v, (int, float, str, bool, type(None)))}
     if hasattr(out, "__dataclass_fields__"):
@@ -152,31 +156,21 @@ def _small(out: Any) -> Any:
     return None
 
 
-def josie_dirty_share(settings: Settings | None = None) -> float | None:
-    """The JOSIE index's dirty share from `josie_state` (None while the index does not exist)."""
-    from spark_jobs.lake.store import LakeStore
-
-    settings = settings or current_settings()
-    store = LakeStore(settings.lake)
-    if not store.exists(JOSIE_STATE):
-        return None
-    state = store.read_arrow(JOSIE_STATE, columns=["dirty_share"])
-    return float(state["dirty_share"][0].as_py() or 0.0) if state.num_rows else None
-
-
 def rebuild_needed() -> bool:
+    """Whether some index family is due for a rebuild (lake_index then triggers lake_rebuild)."""
+    # deferred: the DAG files import this module at parse time
+    from spark_jobs.orchestration.rebuild import due_families
+
     settings = current_settings()
-    share = josie_dirty_share(settings)
-    needed = share is not None and share > settings.index.josie_dirty_threshold
-    log.info("rebuild check", extra={"dirty_share": share, "threshold": settings.index.josie_dirty_threshold,
-                                     "rebuild": needed})
-    return needed
+    due = due_families(None, settings)
+    log.info("rebuild check", extra={"due": due})
+    return bool(due)
 
 
 # ---------------------------------------------------------------------------------------- lake_rebuild
 def rebuild_step(step: str) -> dict[str, Any]:
     """Run one step of the rebuild (`spark_jobs.orchestration.rebuild`) under the lake lock."""
-    from spark_jobs.orchestration.rebuild import run_step
+    from spark_jobs.orchestration.rebuild import run_step  # deferred: the DAG files import this module at parse time
 
     settings = current_settings()
     spark = spark_for(settings, f"juncture.{step}")
@@ -187,7 +181,6 @@ def rebuild_step(step: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------- settings files
 def settings_toml(settings: Settings, **spark_overrides: str) -> str:
     """`settings` as a juncture.toml, so a spark-submitted job loads exactly the caller's settings."""
-    import dataclasses
 
     def value(v: Any) -> str:
         if isinstance(v, bool):
@@ -205,18 +198,31 @@ def settings_toml(settings: Settings, **spark_overrides: str) -> str:
     lines = [f"{k} = {value(v)}" for k, v in top.items()]
     for section in ("spark", "crawl", "index", "airflow"):
         obj = getattr(settings, section)
-        fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.name != "families"}
         if section == "spark":
             fields.update(spark_overrides)
         lines += ["", f"[{section}]"] + [f"{k} = {value(v)}" for k, v in fields.items()]
+    for name, family in settings.index.families.items():  # [index.<family>] tables
+        lines += ["", f"[index.{name}]"] + [f"{f.name} = {value(getattr(family, f.name))}"
+                                            for f in dataclasses.fields(family)]
     for src in settings.sources:
         lines += ["", "[[sources]]"] + [f"{f.name} = {value(getattr(src, f.name))}" for f in dataclasses.fields(src)]
     return "\n".join(lines) + "\n"
 
 
 __all__ = [
-    "REBUILD_STEP_NAMES", "LakeBusyError", "bind_settings", "crawl_source", "current_settings", "josie_dirty_share",
+    "LakeBusyError",
+    "bind_settings",
+    "crawl_source",
+    "current_settings",
     "lake_lock",
-    "land_manual", "pending_batch_ids", "rebuild_needed", "rebuild_step", "run_stage", "settings_toml",
-    "source_names", "stage_names",
+    "land_manual",
+    "pending_batch_ids",
+    "rebuild_needed",
+    "rebuild_step",
+    "rebuild_step_names",
+    "run_stage",
+    "settings_toml",
+    "source_names",
+    "stage_names",
 ]

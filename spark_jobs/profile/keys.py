@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import functions as F  # noqa: N812
 
 from catalog.core.identity import table_bucket
 from catalog.core.settings import Settings
@@ -266,7 +267,6 @@ def detect(spark: SparkSession, store: LakeStore, settings: Settings, batch: Cha
     A batch of at most `driver_max_cells` candidate cells is searched in this process from an
     Arrow read (same per-table function, no Spark job: small incremental batches skip its fixed
     cost); larger ones on the executors."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     if not batch.added:
         return KEYS_SCHEMA.empty_table(), SEARCHES_SCHEMA.empty_table()

@@ -47,6 +47,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Window
+from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
 
 from catalog.core.identity import normalize_token, table_bucket
 from catalog.core.settings import Settings
@@ -204,10 +209,8 @@ def _facts_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
 
 def classified(values: DataFrame) -> DataFrame:
     """Rows with a `value` column -> the same rows plus the value facts (`value_facts`)."""
-    from pyspark.sql.pandas.types import from_arrow_schema
 
     out_fields = from_arrow_schema(pa.schema(list(FACT_FIELDS)))
-    from pyspark.sql.types import StructType
 
     schema = StructType(values.schema.fields + out_fields.fields)
     return values.mapInArrow(_facts_batches, schema)
@@ -219,8 +222,6 @@ def column_stats(values: DataFrame, *, k: int = TOP_K, bins: int = HISTOGRAM_BIN
     window functions over the (table_id, col) partitioning rank the values and find the numeric
     range, and the aggregation reuses that partitioning. `n` is the multiplicity of the row's value;
     `large` marks tables whose distinct count is estimated (there each row is one cell, n = 1)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F  # noqa: N812
 
     n, kind, state = F.col("n"), F.col("kind"), F.col("state")
     present = state == "present"
@@ -268,8 +269,6 @@ def column_stats(values: DataFrame, *, k: int = TOP_K, bins: int = HISTOGRAM_BIN
 
 def sampled_top_values(cells: DataFrame, k: int = TOP_K) -> DataFrame:
     """(table_id, col, rank, value, n): top values of a 1 % row sample, counts scaled up (large tables)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F  # noqa: N812
 
     sample = (cells.where(F.abs(F.xxhash64("table_id", "row")) % 100 < SAMPLE_PERCENT)
               .where(F.col("value").isNotNull() & normalized_token(F.col("value")).isNotNull())
@@ -474,7 +473,6 @@ def profiles(spark: SparkSession, store: LakeStore, settings: Settings, batch: C
 
 def _measured_on_executors(cells: DataFrame, large_ids: list[str]) -> tuple[Measures, TopValues]:
     """(`column_stats` rows by (table_id, col), sampled top values of the large tables) by Spark."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     cells = cells.select("table_id", "row", "col", "value")
     is_large = F.col("table_id").isin(*large_ids) if large_ids else F.lit(False)
@@ -508,7 +506,6 @@ def _no_cells(n_rows: int) -> dict[str, Any]:
 
 def _token_counts(store: LakeStore, batch: ChangeBatch, buckets: list[int]) -> dict[str, tuple[int, int]]:
     """column_id -> (distinct tokens, total tokens) from silver column_tokens."""
-    import pyarrow.compute as pc
 
     if not store.exists(COLUMN_TOKENS):
         return {}

@@ -17,7 +17,12 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from catalog.core.identity import NULL_LIKES, normalize_token
+import pyarrow as pa
+from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StringType
+
+from catalog.core.identity import NULL_LIKES, normalize_token, table_bucket
 from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import CELLS, DATASETS
@@ -41,8 +46,6 @@ def _normalize_udf(value: str | None) -> str | None:
 
 def normalized_token(value: Column) -> Column:
     """A Spark expression equal to `normalize_token(value)` (None for null-likes)."""
-    from pyspark.sql import functions as F  # noqa: N812
-    from pyspark.sql.types import StringType
 
     storable = F.regexp_replace(value, "\\x00", "")  # `storable_text`: NUL removed (ASCII has no surrogates)
     collapsed = F.regexp_replace(storable, _PY_WHITESPACE, " ")
@@ -60,7 +63,6 @@ def normalized_token(value: Column) -> Column:
 
 def column_headers_frame(datasets: DataFrame) -> DataFrame:
     """(table_id, col, column_id) from bronze `datasets` (headers are already contract-normalized)."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     return (datasets.select("table_id", F.posexplode("headers").alias("pos", "header"))
             .select("table_id", (F.col("pos") + 1).cast("int").alias("col"),
@@ -69,7 +71,6 @@ def column_headers_frame(datasets: DataFrame) -> DataFrame:
 
 def column_tokens(cells: DataFrame, datasets: DataFrame) -> DataFrame:
     """Cells -> (table_id, bucket, column_id, token, n): distinct tokens and how often each occurs."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     tokens = cells.select("table_id", "bucket", "col", normalized_token(F.col("value")).alias("token"))
     return (tokens.where(F.col("token").isNotNull())
@@ -80,7 +81,6 @@ def column_tokens(cells: DataFrame, datasets: DataFrame) -> DataFrame:
 
 def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> CommitResult:
     """Replace the tokens of the batch's touched tables by those of its added tables."""
-    from catalog.core.identity import table_bucket
 
     store = batch_store(settings.lake, spark, batch.batch_id)
     if applied_batch(store, TOKENS) >= batch.batch_id:  # an idempotent rerun
@@ -90,7 +90,6 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> CommitRe
     cells = store.read(CELLS, where={"bucket": buckets, "table_id": list(batch.added)}) if batch.added else None
     datasets = store.read(DATASETS, where={"table_id": list(batch.added)}) if batch.added else None
     if cells is None or datasets is None:
-        from pyspark.sql.pandas.types import from_arrow_schema
 
         result = spark.createDataFrame([], from_arrow_schema(TOKENS_SCHEMA))
     else:
@@ -105,8 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return batch_job_main("column_tokens", run, argv)
 
 
-def _tokens_schema():  # type: ignore[no-untyped-def]
-    import pyarrow as pa
+def _tokens_schema():
 
     return pa.schema([("table_id", pa.string()), ("bucket", pa.int32()), ("column_id", pa.string()),
                       ("token", pa.string()), ("n", pa.int64())])

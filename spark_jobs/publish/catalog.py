@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, func, select
@@ -30,21 +30,20 @@ from catalog.core.logs import log_context
 from catalog.core.settings import Settings
 from catalog.db.engine import open_catalog, session_scope
 from catalog.db.models import CatalogColumn, CatalogTable, PublishRun
-from spark_jobs.josie.publish import publish_josie
+from spark_jobs.family import Publisher, pipeline_families
 from spark_jobs.lake import faults
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
 from spark_jobs.lake.commit_point import at_batch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.publish.profiles import publish_keys, publish_profiles
-from spark_jobs.publish.relations import publish_joinable, publish_unionable
+from spark_jobs.publish.relations import publish_all_relations, publish_joinable, publish_unionable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
-Publisher = Callable[[Session, LakeStore, ChangeBatch], dict[str, int]]
 APP_ID = "publish_catalog"
 PUBLISH_LOCK_KEY = 0x4A554E43  # "JUNC": the advisory lock every publisher takes on PostgreSQL
 
@@ -75,9 +74,10 @@ def publish_tables(session: Session, store: LakeStore, batch: ChangeBatch) -> di
             "n_columns": n_columns}
 
 
-# Publishers run in this order; later issues append theirs (profiles, keys, indexes, answers).
-PUBLISHERS: list[Publisher] = [publish_tables, publish_profiles, publish_keys, publish_josie, publish_joinable,
-                               publish_unionable]
+def batch_publishers() -> list[Publisher]:
+    """The publishers of a batch, in order: tables, profiles, keys, each index family, the lists."""
+    return [publish_tables, publish_profiles, publish_keys, *(f.publish for f in pipeline_families()),
+            publish_joinable, publish_unionable]
 
 
 def run(spark: SparkSession | None, settings: Settings, batch: ChangeBatch,
@@ -95,7 +95,7 @@ def run(spark: SparkSession | None, settings: Settings, batch: ChangeBatch,
             return {"skipped": True, **(done.counts or {})}
         counts: dict[str, int] = {}
         started = dt.datetime.now(dt.UTC)
-        for publisher in publishers or PUBLISHERS:
+        for publisher in publishers or batch_publishers():
             counts.update(publisher(session, store, batch))
         session.merge(PublishRun(run_id=run_id, batch_id=str(batch.batch_id), kind="batch", status="committed",
                                  started_at=started, finished_at=dt.datetime.now(dt.UTC), counts=counts,
@@ -105,15 +105,33 @@ def run(spark: SparkSession | None, settings: Settings, batch: ChangeBatch,
     return counts
 
 
-def _lock_publish(session: Session, run_id: str) -> None:
+def publish_rebuilt(settings: Settings, spark: SparkSession | None = None) -> dict[str, int]:
+    """After a rebuild: every family's index and every joinable/unionable list as the lake holds
+    them now, in one catalog transaction (serialized with batch publishes)."""
+    engine = open_catalog(settings.catalog_url)
+    store = LakeStore(settings.lake, spark)
+    counts: dict[str, int] = {}
+    with session_scope(engine) as session:
+        _lock_publish(session, None)
+        for family in pipeline_families():
+            counts.update(family.publish(session, store, None))
+        counts.update(publish_all_relations(session, store))
+        faults.checkpoint("publish:rebuild")
+    log.info("rebuild published", extra=counts)
+    return counts
+
+
+def _lock_publish(session: Session, run_id: str | None) -> None:
     """Make this transaction the only publisher until it ends, before checking what is committed:
     PostgreSQL takes a transaction-scoped advisory lock; SQLite takes its write lock with a first
     write (it has one writer at a time; a deferred transaction that only read first could fail to
     upgrade). Readers are never blocked: WAL on SQLite, MVCC on PostgreSQL."""
     if session.get_bind().dialect.name == "postgresql":
         session.execute(select(func.pg_advisory_xact_lock(PUBLISH_LOCK_KEY)))
-    else:
+    elif run_id is not None:
         session.execute(delete(PublishRun).where(PublishRun.run_id == run_id, PublishRun.status == "running"))
+    else:
+        session.execute(delete(PublishRun).where(PublishRun.status == "running"))
 
 
 def published_batch_ids(settings: Settings) -> set[int]:
@@ -128,4 +146,4 @@ def _chunks(items: list[str], size: int = 500) -> list[list[str]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-__all__ = ["PUBLISHERS", "Publisher", "publish_tables", "published_batch_ids", "run"]
+__all__ = ["Publisher", "batch_publishers", "publish_rebuilt", "publish_tables", "published_batch_ids", "run"]

@@ -29,7 +29,7 @@ def _chunks(items: list[str]) -> list[list[str]]:
     return [items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK)]
 
 
-def _silver(store: LakeStore, name: str, batch: ChangeBatch) -> list[dict]:  # type: ignore[type-arg]
+def _silver(store: LakeStore, name: str, batch: ChangeBatch) -> list[dict]:
     if not batch.added or not store.exists(name):
         return []
     return store.read_arrow(name, where={"table_id": list(batch.added)}).to_pylist()

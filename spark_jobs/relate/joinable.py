@@ -38,6 +38,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from pyspark.sql import Window
+from pyspark.sql import functions as F  # noqa: N812
 
 from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
@@ -67,7 +69,6 @@ CHANGES_SCHEMA = pa.schema([("batch_id", pa.int64()), ("column_id", pa.string())
 
 def column_stats(tokens: DataFrame) -> DataFrame:
     """(column_id, table_id, size, n_values): distinct tokens and total non-null values per column."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     return tokens.groupBy("column_id", "table_id").agg(F.count(F.lit(1)).cast("long").alias("size"),
                                                        F.sum("n").cast("long").alias("n_values"))
@@ -77,7 +78,6 @@ def overlap_pairs(tokens: DataFrame, left: DataFrame | None, max_list: int) -> t
     """Ordered pairs (column_id, candidate_column_id, overlap) for left columns (all when `left` is None),
     from duplicate groups of posting lists no longer than `max_list`; and (column_id, n_skipped), the
     number of each left column's tokens whose list was skipped."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     pairs_of = tokens.select("column_id", "token")
     if left is not None:
@@ -106,7 +106,6 @@ def overlap_pairs(tokens: DataFrame, left: DataFrame | None, max_list: int) -> t
 def key_columns(spark: SparkSession, store: LakeStore) -> DataFrame:
     """(column_id) of single-column exact keys from silver `keys`; empty if that table is absent.
     `columns` entries may be headers or column ids; both are accepted."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     if not store.exists(KEYS):
         return spark.createDataFrame([], "column_id string")
@@ -121,8 +120,6 @@ def key_columns(spark: SparkSession, store: LakeStore) -> DataFrame:
 def top_k_joinable(tokens: DataFrame, keys: DataFrame, *, k: int, max_list: int, index_version: int,
                    left: DataFrame | None = None) -> DataFrame:
     """The gold rows (JOINABLE_SCHEMA) of the left columns (all columns when `left` is None)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F  # noqa: N812
 
     stats = column_stats(tokens)
     pairs, skipped = overlap_pairs(tokens, left, max_list)
@@ -162,7 +159,6 @@ def top_k_joinable(tokens: DataFrame, keys: DataFrame, *, k: int, max_list: int,
 def affected_columns(tokens: DataFrame, old: DataFrame | None, batch: ChangeBatch) -> DataFrame:
     """(column_id, table_id) whose lists this batch may change (see the module docstring); `old` is
     the current gold (None on the first run: everything is affected)."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     cols = tokens.select("column_id", "table_id").distinct()
     if old is None:
@@ -181,7 +177,6 @@ def update(spark: SparkSession, store: LakeStore, settings: Settings, batch: Cha
            full: bool = False) -> dict[str, Any]:
     """Update gold `joinable` for `batch` (or recompute every list with `full`). Part of the relate
     unit: `spark_jobs.relate.stage` begins and commits it."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     if not store.exists(COLUMN_TOKENS):
         tokens = spark.createDataFrame([], "table_id string, column_id string, token string, n long")

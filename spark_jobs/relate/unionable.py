@@ -31,7 +31,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
+from pyspark.sql import Window
+from pyspark.sql import functions as F  # noqa: N812
+from scipy.optimize import linear_sum_assignment
 
 from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
@@ -151,8 +156,6 @@ def column_pair_score(a: dict[str, Any], b: dict[str, Any], overlap: float,
 def align_tables(cols_a: list[dict[str, Any]], cols_b: list[dict[str, Any]],
                  overlaps: dict[tuple[str, str], float]) -> tuple[float, list[dict[str, Any]]]:
     """Maximum-weight one-to-one column alignment: (table score, aligned pairs in A's column order)."""
-    import numpy as np
-    from scipy.optimize import linear_sum_assignment
 
     if not cols_a or not cols_b:
         return 0.0, []
@@ -183,7 +186,6 @@ def _flip(aligned: list[dict[str, Any]], cols_b: list[dict[str, Any]]) -> list[d
 def score_table_pairs(pdf: pd.DataFrame) -> pd.DataFrame:
     """applyInPandas body: one group = every column pair of one table pair (a < b); returns both
     directions (no rows when nothing aligns)."""
-    import pandas as pd
 
     out_cols = ["table_id", "candidate_table_id", "score", "n_aligned", "alignment"]
     if pdf.empty:
@@ -214,7 +216,6 @@ def _isnan(v: Any) -> bool:
 # ---------------------------------------------------------------------- Spark plumbing
 def column_features(spark: SparkSession, store: LakeStore, tokens: DataFrame) -> DataFrame:
     """(column_id, table_id, header, position, size, numeric, mean, std, type) per indexed column."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     num = F.expr("try_cast(token AS double)")
     finite = num.isNotNull() & ~F.isnan(num) & (F.abs(num) < F.lit(1e300))
@@ -245,7 +246,6 @@ def column_features(spark: SparkSession, store: LakeStore, tokens: DataFrame) ->
 
 def candidate_pairs(features: DataFrame, joinable: DataFrame | None, max_list: int) -> DataFrame:
     """Unordered table pairs (table_a < table_b) worth scoring."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     norm = F.lower(F.regexp_replace("header", "[^0-9A-Za-z]+", ""))
     by_header = (features.select("table_id", norm.alias("h")).where(F.col("h") != "").distinct()
@@ -264,8 +264,6 @@ def candidate_pairs(features: DataFrame, joinable: DataFrame | None, max_list: i
 def unionable_rows(features: DataFrame, pairs: DataFrame, joinable: DataFrame | None, *, k: int,
                    index_version: int, tables: DataFrame | None = None) -> DataFrame:
     """Gold rows (UNIONABLE_SCHEMA) for `tables` (all when None), from the candidate `pairs`."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F  # noqa: N812
 
     if tables is not None:
         t = tables.select("table_id")
@@ -302,7 +300,6 @@ def update(spark: SparkSession, store: LakeStore, settings: Settings, batch: Cha
            full: bool = False) -> dict[str, Any]:
     """Update gold `unionable` for `batch` (after the joinable lists of the same batch). Part of the
     relate unit: `spark_jobs.relate.stage` begins and commits it."""
-    from pyspark.sql import functions as F  # noqa: N812
 
     if not store.exists(COLUMN_TOKENS) or not store.exists(DATASETS):
         tokens = spark.createDataFrame([], "table_id string, column_id string, token string, n long")

@@ -125,7 +125,7 @@ def test_crawl_index_change_and_manual_update(af_settings: Settings, tmp_path: P
     store = LakeStore(settings.lake)
     if not store.exists(dag_tasks.JOSIE_STATE):  # the JOSIE stage may not be in the pipeline
         store.overwrite(dag_tasks.JOSIE_STATE, pa.table({"index_version": [1], "dirty_share": [0.0]}))
-    forced = dataclasses.replace(settings, index=dataclasses.replace(settings.index, josie_dirty_threshold=-1.0))
+    forced = dataclasses.replace(settings, index=settings.index.with_family("josie", dirty_threshold=-1.0))
     run = airflow_env.run_dag(forced, "lake_index", {"add": [str(e)], "delete": [sid["aaaa-0003"]]})
     assert run.tasks["trigger_rebuild"] == "success"
     assert [(r.dag_id, r.state) for r in run.triggered] == [("lake_rebuild", "success")]

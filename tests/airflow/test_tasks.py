@@ -42,6 +42,7 @@ def test_settings_toml_round_trips(settings: Settings, tmp_path: Path) -> None:
         settings, sources=(SourceConfig(name="f", kind="folder", path=str(tmp_path / "f")),
                            SourceConfig(name="nyc", kind="socrata", url="https://data.example.org", app_token='a"b')),
         spark=dataclasses.replace(settings.spark, conf={"spark.x": "1"}),
+        index=settings.index.with_family("josie", dirty_threshold=0.05, update_engine="spark"),
         airflow=dataclasses.replace(settings.airflow, spark_conn_id="c", source_connections={"nyc": "conn_nyc"}))
     path = tmp_path / "submitted.toml"
     path.write_text(dag_tasks.settings_toml(s, master="spark://127.0.0.1:7077"))
@@ -104,7 +105,9 @@ def test_airflow_loads_the_plugin_and_mounts_the_catalog(af_settings: Settings) 
     assert [a["url_prefix"] for a in apps if a["name"] == "Juncture catalog"] == ["/juncture"]
 
 
-def test_the_rebuild_dag_has_one_task_per_rebuild_step_in_order() -> None:
-    from spark_jobs.orchestration.rebuild import STEPS
+def test_the_dags_tasks_are_the_pipeline_stages_and_rebuild_steps_in_order() -> None:
+    from spark_jobs.orchestration.pipeline import stages
+    from spark_jobs.orchestration.rebuild import steps
 
-    assert tuple(STEPS) == dag_tasks.REBUILD_STEP_NAMES
+    assert [name for name, _ in stages()] == dag_tasks.stage_names()
+    assert list(steps()) == dag_tasks.rebuild_step_names()

@@ -104,3 +104,19 @@ def test_unknown_source_name_lists_the_known_ones(tmp_path: Path) -> None:
     s = load_settings({}, cwd=tmp_path)
     with pytest.raises(SettingsError, match="lake"):
         s.source("portal")
+
+
+def test_each_index_family_reads_its_own_section(tmp_path: Path) -> None:
+    path = tmp_path / "juncture.toml"
+    path.write_text('[index]\njoinable_k = 7\n\n[index.josie]\ndirty_threshold = 0.05\nupdate_engine = "spark"\n')
+    s = load_settings({}, config_file=path)
+    josie = s.index.family("josie")
+    assert (s.index.joinable_k, josie.dirty_threshold, josie.update_engine, josie.driver_max_lists) == \
+        (7, 0.05, "spark", 5_000_000)
+    assert load_settings({}, cwd=tmp_path / "none").index.family("josie").dirty_threshold == 0.2  # defaults
+    path.write_text("[index.josie]\nthreshold = 1\n")
+    with pytest.raises(SettingsError, match=r"index\.josie\.threshold: unknown key \(known: dirty_threshold"):
+        load_settings({}, config_file=path)
+    path.write_text("[index.nosuch]\nx = 1\n")
+    with pytest.raises(SettingsError, match=r"index\.nosuch: unknown key \(known: .*josie"):
+        load_settings({}, config_file=path)

@@ -38,7 +38,7 @@ def test_build_matches_columns_and_keeps_invariants(spark, settings):  # type: i
     check_invariants(idx, fresh=True)
     assert idx.column_sets() == model_sets(lake)
     assert sorted(idx.set_ids().values()) == list(range(len(idx.sets)))
-    assert result["n_lists"] == len({t for s in model_sets(lake).values() for t in s})
+    assert result.state.n_lists == len({t for s in model_sets(lake).values() for t in s})
     # the two most frequent tokens form the last group, and it covers every set
     ids = idx.token_ids()
     last = max(ids.values())

@@ -14,11 +14,12 @@ from catalog.search.josie.models import JosieMeta, JosiePosting, JosieSet, Josie
 from spark_jobs.crawl.land import ParsedTable, land_batch
 from spark_jobs.josie import rebuild as rebuild_josie
 from spark_jobs.josie import update as update_josie
-from spark_jobs.josie.publish import publish_current, publish_josie
+from spark_jobs.josie.publish import publish_josie
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.orchestration.pipeline import run_batch
 from spark_jobs.profile import tokens as column_tokens
 from spark_jobs.publish import catalog as publish_catalog
+from spark_jobs.publish.catalog import publish_rebuilt
 from tests.josie_index.josie_oracle import Index, check_invariants, read_index
 
 
@@ -76,7 +77,7 @@ def test_catalog_copy_equals_delta_through_updates_and_rebuild(spark, catalog_se
     }
     batch = land_batch(store, list(tables.values()), [], n_buckets=settings.index.cells_buckets)
     report = run_batch(spark, settings, batch, STAGES)
-    assert report.results["josie"]["mode"] == "build"
+    assert report.results["josie"].mode == "build"
     delta = read_index(store)
     check_invariants(delta, fresh=True)
     assert delta.column_sets() == _raw_sets(tables)
@@ -89,7 +90,7 @@ def test_catalog_copy_equals_delta_through_updates_and_rebuild(spark, catalog_se
     del tables["c"]
     batch2 = land_batch(store, [tables["a"], tables["e"]], ["file:c.csv"], n_buckets=settings.index.cells_buckets)
     report = run_batch(spark, settings, batch2, STAGES)
-    assert report.results["josie"]["mode"] == "update"
+    assert report.results["josie"].mode == "update"
     delta = read_index(store)
     check_invariants(delta, fresh=False)
     assert delta.column_sets() == _raw_sets(tables)
@@ -98,8 +99,8 @@ def test_catalog_copy_equals_delta_through_updates_and_rebuild(spark, catalog_se
     assert counts["josie_sets_written"] < len(delta.sets)
     _assert_same(_catalog_index(settings), delta)
 
-    assert rebuild_josie.run(spark, settings)["mode"] == "rebuild"
-    assert publish_current(settings, spark)["josie_tokens_written"] == len(read_index(store).tokens)
+    assert rebuild_josie.run(spark, settings).mode == "rebuild"
+    assert publish_rebuilt(settings, spark)["josie_tokens_written"] == len(read_index(store).tokens)
     delta = read_index(store)
     check_invariants(delta, fresh=True)
     assert delta.column_sets() == _raw_sets(tables)

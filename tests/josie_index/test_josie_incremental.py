@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from catalog.search.josie.settings import josie_settings
 from spark_jobs.josie import build as josie_index
 from spark_jobs.josie import rebuild as rebuild_josie
 from spark_jobs.josie import update as update_josie
@@ -103,35 +104,35 @@ def _run_sequence(spark, settings, tmp_path, *, seed: int, rebuild_after: int | 
     lake = _initial(rng, 14)
     history = History()
     first = ChangeBatch(1, tuple(sorted(lake)), ())
-    assert _apply(spark, settings, store, lake, first)["mode"] == "build"
+    assert _apply(spark, settings, store, lake, first).mode == "build"
     before = read_index(store)
     check_invariants(before, fresh=True)
     history.check(None, before, rebuilt=True)
     for batch_id in range(2, 5):
         batch = random_batch(rng, lake, batch_id, VOCAB, n_ops=6)
         result = _apply(spark, settings, store, lake, batch)
-        assert result["mode"] == "update"
+        assert result.mode == "update"
         after = read_index(store)
         check_invariants(after, fresh=False)
         assert after.column_sets() == model_sets(lake)
-        assert result["rebuild_due"] == (after.state["dirty_share"] > settings.index.josie_dirty_threshold)
+        assert result.rebuild_due == (after.state["dirty_share"] > josie_settings(settings).dirty_threshold)
         history.check(before, after, rebuilt=False)
         before = after
         if batch_id == rebuild_after:
-            assert rebuild_josie.rebuild(spark, store)["mode"] == "rebuild"
+            assert rebuild_josie.rebuild(spark, store).mode == "rebuild"
             after = read_index(store)
             check_invariants(after, fresh=True)
             assert after.column_sets() == model_sets(lake)
             assert after.state["next_set_id"] == before.state["next_set_id"]
             history.check(before, after, rebuilt=True)
             before = after
-    assert update_josie.run(spark, settings, batch)["mode"] == "skipped"  # a rerun of the last batch
+    assert update_josie.run(spark, settings, batch).mode == "skipped"  # a rerun of the last batch
     _compare_with_fresh_build(spark, tmp_path, before, lake, rng)
     return history
 
 
 def _with_engine(settings, engine: str):  # type: ignore[no-untyped-def]
-    return dataclasses.replace(settings, index=dataclasses.replace(settings.index, josie_update_engine=engine))
+    return dataclasses.replace(settings, index=settings.index.with_family("josie", update_engine=engine))
 
 
 @pytest.mark.parametrize("engine", ["arrow", "spark"])
@@ -166,7 +167,7 @@ def test_both_engines_write_identical_tables(spark, tmp_path):  # type: ignore[n
         store = LakeStore(settings.lake, spark)
         _apply(spark, settings, store, lake, ChangeBatch(1, tuple(sorted(lake)), ()))
         for batch, state in batches:
-            assert _apply(spark, settings, store, state, batch)["mode"] == "update"
+            assert _apply(spark, settings, store, state, batch).mode == "update"
         stores[engine] = store
     for name in (JOSIE_TOKENS, JOSIE_SETS, JOSIE_POSTINGS, JOSIE_STATE, JOSIE_CHANGES):
         assert _sorted_rows(stores["spark"], name) == _sorted_rows(stores["arrow"], name), name

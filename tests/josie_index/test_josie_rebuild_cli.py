@@ -29,7 +29,7 @@ def test_rebuild_command_regroups_and_publishes(spark, tmp_path, monkeypatch):  
     update_josie.run(spark, settings, first)
     second = random_batch(rng, lake, 2, 40, n_ops=6)
     write_column_tokens(store, lake, list(second.touched), settings.index.cells_buckets)
-    assert update_josie.run(spark, settings, ChangeBatch(2, second.added, second.deleted))["n_dirty_lists"] > 0
+    assert update_josie.run(spark, settings, ChangeBatch(2, second.added, second.deleted)).state.n_dirty_lists > 0
 
     assert main(["rebuild"]) == 0
     idx = read_index(store)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from catalog import lookup
 from catalog.db.engine import open_catalog, session_scope
-from spark_jobs.josie.publish import publish_current
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.publish import catalog as publish_catalog
+from spark_jobs.publish.catalog import publish_rebuilt
 from spark_jobs.relate.joinable import JOINABLE
 from spark_jobs.relate.stage import relate_all
 from spark_jobs.relate.unionable import UNIONABLE
@@ -54,5 +54,5 @@ def test_full_re_relate_equals_the_incremental_answers(spark, two_states, catalo
     counts = relate_all(spark, settings)
     assert counts["index_version"] == two_states.batch_2.batch_id
     assert (gold(settings, JOINABLE), gold(settings, UNIONABLE)) == incremental
-    publish_current(settings, spark, relations=True)
+    publish_rebuilt(settings, spark)
     assert answers(settings, two_states) == before

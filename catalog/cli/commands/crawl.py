@@ -7,9 +7,11 @@ some datasets failed."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from catalog.cli.context import CliContext
+from catalog.core.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,16 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    from tqdm import tqdm
+    from tqdm import tqdm  # deferred: only the command that needs it loads it
 
-    from catalog.core.errors import UserError
-    from spark_jobs.crawl.crawl import format_report, run_crawl
+    from spark_jobs.crawl.crawl import format_report, run_crawl  # deferred: only the command that needs it loads it
 
-    if args.dir is not None:
-        import os
-
-        if "://" not in args.dir and not os.path.isdir(args.dir):
-            raise UserError(f"--dir {args.dir!r} is not a directory")
+    if args.dir is not None and "://" not in args.dir and not os.path.isdir(args.dir):
+        raise UserError(f"--dir {args.dir!r} is not a directory")
     bar = None
 
     def progress(done: int, total: int, table_id: str) -> None:

@@ -13,6 +13,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    from catalog.cli.demo import run_demo
+    from catalog.cli.demo import run_demo  # deferred: only the command that needs it loads it
 
     return run_demo(ctx)

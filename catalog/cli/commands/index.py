@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     from spark_jobs.lake.session import get_spark  # deferred: Spark starts only for commands that need it
     from spark_jobs.orchestration.pipeline import index_pending
-    from spark_jobs.orchestration.rebuild import rebuild_all
+    from spark_jobs.orchestration.rebuild import rebuild_all  # deferred: only the command that needs it loads it
 
     ctx.engine  # noqa: B018 - create or upgrade the catalog before the jobs publish into it
     spark = get_spark(ctx.settings, "juncture.index")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import threading
+from pathlib import Path
 
 from catalog.cli.context import CliContext
+from catalog.core.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,11 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    import threading
-    from pathlib import Path
 
-    from catalog.core.errors import UserError
-    from plugins.local_portal import serve_in_background
+    from plugins.local_portal import serve_in_background  # deferred: only the command that needs it loads it
 
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be in 0..65535, got {args.port}")

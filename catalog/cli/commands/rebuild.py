@@ -11,7 +11,7 @@ from catalog.cli.context import CliContext
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rebuild", help="rebuild the indexes and recompute every joinable/unionable list")
     p.add_argument("--if-due", action="store_true",
-                   help="only rebuild when the JOSIE dirty share passes index.josie_dirty_threshold")
+                   help="only rebuild when an index family is due (JOSIE: index.josie.dirty_threshold)")
     p.set_defaults(handler=run)
 
 
@@ -30,15 +30,18 @@ def print_rebuild(results: dict[str, dict]) -> None:
     """One line per step, for `rebuild` and `index --full`."""
     if results["catch_up"].get("n_batches"):
         print(f"indexed {results['catch_up']['n_batches']} pending batches first")
-    josie = results.get("rebuild_groups", {})
-    if josie.get("mode") == "absent":
-        print("josie: no index yet (run `juncture index` first)")
+    if "not_due" in results:
+        print("no index family is due for a rebuild")
         return
-    if josie.get("mode") == "not_due":
-        print("josie: rebuild not due")
-        return
+    for step, out in results.items():
+        if not step.startswith("rebuild_"):
+            continue
+        family = step.removeprefix("rebuild_")
+        if out.get("mode") == "absent":
+            print(f"{family}: no index yet (run `juncture index` first)")
+        elif "index_version" in out:
+            print(f"rebuilt {family} index version {out['index_version']} ({out.get('n_lists', 0)} lists)")
     relations = results.get("relate_all", {})
     counts = results.get("publish_all", {})
-    print(f"rebuilt josie index version {josie['index_version']} ({josie['n_lists']} lists); "
-          f"recomputed {relations.get('n_joinable_rows', 0)} joinable and {relations.get('n_unionable_rows', 0)} "
-          f"unionable rows; published {counts.get('josie_tokens_written', 0)} tokens")
+    print(f"recomputed {relations.get('n_joinable_rows', 0)} joinable and {relations.get('n_unionable_rows', 0)} "
+          f"unionable rows; published {sum(v for v in counts.values() if isinstance(v, int))} rows")

@@ -49,13 +49,14 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     conf = update_conf(ctx, args.add, args.delete)
     settings = ctx.settings
     if settings.airflow.api_url:
+        # deferred: only the command that needs it loads it
         from spark_jobs.orchestration.airflow_runner import api_trigger
 
         out = api_trigger(settings, "lake_index", conf)
         print(f"triggered lake_index run {out.get('dag_run_id')} on {settings.airflow.api_url} "
               f"(+{len(conf['add'])} -{len(conf['delete'])})")
         return 0
-    from spark_jobs.orchestration.airflow_runner import run_dag
+    from spark_jobs.orchestration.airflow_runner import run_dag  # deferred: only the command that needs it loads it
 
     ctx.engine  # noqa: B018 - create or upgrade the catalog before the DAG publishes into it
     with contextlib.redirect_stdout(sys.stderr):  # Airflow logs to stdout; ours is the summary only

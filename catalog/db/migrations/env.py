@@ -7,13 +7,15 @@ from alembic import context
 from sqlalchemy import engine_from_config, pool
 
 from catalog.db.models import Base
-from catalog.search.josie import models as josie_models  # noqa: F401 - registers the JOSIE tables in Base.metadata
+from catalog.search.family import search_families
+
+search_families()  # loading each index family imports its models, which registers its tables in Base.metadata
 
 config = context.config
 target_metadata = Base.metadata
 
 
-def _run(connection) -> None:  # type: ignore[no-untyped-def]
+def _run(connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,

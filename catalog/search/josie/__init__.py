@@ -85,10 +85,11 @@ def search_tokens(reader: IndexReader, tokens: Iterable[str], *, k: int = 10, me
 def run_plan(reader: IndexReader, plan: QueryPlan, *, k: int, method: str, ignore: frozenset[int] = frozenset(),
              costs: CostModel | None = None, exact_ties: bool = True) -> SearchOutcome:
     """Run one method on a prepared query (benchmarks time this part, as the paper does, §8.9)."""
+    # deferred: the method modules import this package (a cycle at module level)
     from catalog.search.josie.brute_force import scan_overlaps
-    from catalog.search.josie.mergelist import mergelist_overlaps
-    from catalog.search.josie.probeset import probeset_top_k
-    from catalog.search.josie.search import josie_top_k
+    from catalog.search.josie.mergelist import mergelist_overlaps  # deferred: as above
+    from catalog.search.josie.probeset import probeset_top_k  # deferred: as above
+    from catalog.search.josie.search import josie_top_k  # deferred: as above
 
     stats = SearchStats(method=method, n_query_tokens=plan.n)
     if method == "josie":

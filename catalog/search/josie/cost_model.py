@@ -111,7 +111,7 @@ def _consume_lists(reader: IndexReader, token_ids: list[int]) -> int:
     return int(partial.sum())
 
 
-def _best_of(repeats: int, read) -> float:  # type: ignore[no-untyped-def]
+def _best_of(repeats: int, read) -> float:
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()

@@ -1,0 +1,78 @@
+"""The serving half of an index family (see `catalog.core.registry`): what the CLI (and any other
+surface) needs to answer searches from the family's catalog tables. It imports no Spark, Airflow
+or pipeline code.
+
+* `models`: the family's SQLAlchemy models (importing them registers its tables in the metadata);
+* `join_methods`: ways to answer `search join` (top-k lake columns by distinct-value overlap with
+  a query column), each a `--method` choice;
+* `kinds`: further `juncture search <kind>` subcommands (containment, n-ary keys, semantic joins).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection
+
+from catalog.core.registry import families, load
+
+T = TypeVar("T", "JoinMethod", "SearchKind")
+
+
+@dataclass(frozen=True)
+class JoinRequest:
+    values: Sequence[str | None]  # the query column's raw cell values
+    k: int = 10
+    exclude_column_id: str | None = None  # the query column itself, when it is in the lake
+
+
+@dataclass(frozen=True)
+class JoinMethod:
+    name: str
+    help: str
+    # rows of (overlap, column_id, table_id, column), best first
+    run: Callable[[Connection, JoinRequest], list[dict[str, Any]]]
+    # fit the method's cost constants on this catalog and store them (None: it has none)
+    refit: Callable[[Connection], dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class SearchKind:
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Connection], Any]  # rows (or one mapping) to print
+    columns: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class SearchFamily:
+    name: str
+    models: tuple[type, ...] = ()
+    join_methods: tuple[JoinMethod, ...] = ()
+    kinds: tuple[SearchKind, ...] = field(default_factory=tuple)
+
+
+def search_families() -> list[SearchFamily]:
+    """The serving half of every registered family, in registry order."""
+    return [load(entry.search) for entry in families()]
+
+
+def join_methods() -> dict[str, JoinMethod]:
+    """Every `search join --method`, by name (the first family registering a name wins)."""
+    return _by_name(m for family in search_families() for m in family.join_methods)
+
+
+def search_kinds() -> dict[str, SearchKind]:
+    """Every further `search <kind>`, by name (the first family registering a name wins)."""
+    return _by_name(k for family in search_families() for k in family.kinds)
+
+
+def _by_name(items: Iterable[T]) -> dict[str, T]:
+    out: dict[str, T] = {}
+    for item in items:
+        out.setdefault(item.name, item)
+    return out

@@ -152,8 +152,8 @@ def build_lake(root: Path, seed: int = 7) -> list[str]:
                                      [[str(1000 + i * 2), str(rng.randint(1, 99)), rng.choice(STATUS)]
                                       for i in range(40)])
     files["orders/items.csv"] = (["order_id", "sku", "qty"],
-                                 [[str(1000 + rng.randint(0, 59)), f"SKU-{rng.randint(1, 30):03d}", str(rng.randint(1, 5))]
-                                  for _ in range(120)])
+                                 [[str(1000 + rng.randint(0, 59)), f"SKU-{rng.randint(1, 30):03d}",
+                                   str(rng.randint(1, 5))] for _ in range(120)])
     files["orders/skus.csv"] = (["sku", "label"],
                                 [[f"SKU-{i:03d}", f"Article {i}\nline two" if i == 7 else f"Article {i}"]
                                  for i in range(1, 31)])

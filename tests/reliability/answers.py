@@ -121,6 +121,12 @@ def search_answers(oracle: LakeOracle, workdir: Path) -> dict[str, Any]:
     return out
 
 
+def catalog_tables() -> dict[str, Any]:
+    """table_id -> the catalog's record of it (`GET /v1/tables`, every page)."""
+    with TestClient(create_app(load_settings())) as client:
+        return {t["table_id"]: _strip(t) for t in _all_pages(client, "/v1/tables", limit=1000)}
+
+
 def catalog_answers(oracle: LakeOracle, workdir: Path) -> dict[str, Any]:
     """Everything the catalog answers about the tables and columns the oracle knows, plus those it
     lists itself (a table the catalog holds but the files do not is caught by the listing)."""

@@ -1,0 +1,106 @@
+"""Every writing `juncture` command takes the lake lock: concurrent writers lose nothing.
+
+Two `juncture crawl --dir` processes on two folders into one lake both land, in distinct batches,
+and every table of both folders reaches the catalog. Of two `juncture index` processes, the second
+either waits for the first (a bounded wait, `JUNCTURE_LOCK_WAIT_S`) or, with no wait allowed, exits
+2 at once with one line saying the lake is busy and who holds it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from catalog.core.identity import file_table_id
+from tests.reliability import lake_files as lf
+from tests.reliability.answers import catalog_tables, ok, setup_env
+
+pytestmark = pytest.mark.slow
+
+WORKTREE = Path(__file__).resolve().parents[2]
+CLI = "import sys; from catalog.cli.main import main; sys.exit(main(sys.argv[1:]))"
+
+
+def spawn(home: Path, catalog_url: str, *argv: str, lock_wait_s: float | None = None) -> subprocess.Popen[str]:
+    """`juncture ARGV` as a separate process, in the environment a user's shell would give it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JUNCTURE_")}
+    env.update(PYTHONPATH=str(WORKTREE), JUNCTURE_HOME=str(home), JUNCTURE_CATALOG_URL=catalog_url)
+    if lock_wait_s is not None:
+        env["JUNCTURE_LOCK_WAIT_S"] = str(lock_wait_s)
+    return subprocess.Popen([sys.executable, "-c", CLI, *argv], cwd=home, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 600) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def folder_of(root: Path, prefix: str, n_files: int, rows: int) -> set[str]:
+    """`n_files` CSV tables under `root/prefix/`; their table ids."""
+    for i in range(n_files):
+        lf.write_table(root / prefix / f"t{i:03d}.csv", ["id", "city", "value"],
+                       [[f"{prefix}{i}-{r}", lf.CITIES[(i + r) % len(lf.CITIES)], str(r * i)] for r in range(rows)])
+    return {file_table_id(rel) for rel in lf.listed_files(root)}
+
+
+def batch_of(stdout: str) -> int:
+    m = re.search(r"batch (\d+)", stdout)
+    assert m, stdout
+    return int(m.group(1))
+
+
+def test_two_concurrent_crawls_lose_nothing(spark, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    home = tmp_path / "home"
+    catalog_url = f"sqlite:///{tmp_path / 'catalog.db'}"
+    setup_env(monkeypatch, home, catalog_url)
+    a = folder_of(tmp_path / "a", "alpha", 60, 200)
+    b = folder_of(tmp_path / "b", "beta", 60, 200)
+    procs = [spawn(home, catalog_url, "crawl", "--dir", str(tmp_path / d), "--no-progress", lock_wait_s=300)
+             for d in ("a", "b")]
+    results = [finish(p) for p in procs]
+    for rc, _out, err in results:
+        assert rc == 0, err[-2000:]
+    assert batch_of(results[0][1]) != batch_of(results[1][1])
+    for d in ("a", "b"):  # a recrawl finds nothing new: both landings are the lake's state
+        assert "nothing to index" in ok("crawl", "--dir", str(tmp_path / d), "--no-progress").out
+    ok("index")
+    tables = catalog_tables()
+    assert set(tables) == a | b
+    assert all(t["n_rows"] == 200 for t in tables.values())
+
+
+def test_a_second_index_waits_or_exits_2_naming_the_holder(spark, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    home = tmp_path / "home"
+    catalog_url = f"sqlite:///{tmp_path / 'catalog.db'}"
+    setup_env(monkeypatch, home, catalog_url)
+    root = tmp_path / "lake_src"
+    lf.build_lake(root)
+    ok("crawl", "--dir", str(root), "--no-progress")
+
+    # no wait allowed: while one index runs, another exits 2 at once with one line naming the holder
+    first = spawn(home, catalog_url, "index", lock_wait_s=0)
+    time.sleep(8)  # the first one is past its start (Spark takes longer than this to even start a job)
+    assert first.poll() is None, "the first index ended before the second could meet it"
+    t0 = time.monotonic()
+    rc, out, err = finish(spawn(home, catalog_url, "index", lock_wait_s=0), timeout=120)
+    assert rc == 2, (rc, out, err[-2000:])
+    assert time.monotonic() - t0 < 30
+    assert err.count("\n") == 1 and "lake is busy" in err.lower(), err
+    assert str(first.pid) in err, f"the message does not say who holds the lock: {err!r}"
+    assert first.poll() is None, "the second index disturbed the first"
+
+    # with a wait: the second one waits for the first, then finds nothing left to do
+    second = spawn(home, catalog_url, "index", lock_wait_s=600)
+    rc1, out1, err1 = finish(first)
+    rc2, out2, err2 = finish(second)
+    assert (rc1, rc2) == (0, 0), (err1[-2000:], err2[-2000:])
+    assert "indexed batch 1" in out1 and "nothing to index" in out2, (out1, out2)
+    oracle = lf.LakeOracle(root).observe()
+    assert set(catalog_tables()) == set(oracle.tables)

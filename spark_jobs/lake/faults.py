@@ -43,6 +43,7 @@ class _Armed:
 _lock = threading.Lock()
 _armed: _Armed | None = None
 _env_read = False
+_recorders: list[list[str]] = []
 
 
 def _parse(spec: str, mode: str) -> _Armed:
@@ -63,6 +64,8 @@ def _current() -> _Armed | None:
 def checkpoint(label: str) -> None:
     """Mark a point right before something becomes durable; fire if a test armed it."""
     with _lock:
+        for recorder in _recorders:
+            recorder.append(label)
         armed = _current()
         if armed is None or not label.startswith(armed.prefix):
             return
@@ -85,3 +88,17 @@ def injected(spec: str) -> Iterator[None]:
     finally:
         with _lock:
             _armed = previous
+
+
+@contextmanager
+def recording() -> Iterator[list[str]]:
+    """Collect every checkpoint label this process passes during the block, in order: how a test
+    enumerates the kill points of an operation instead of hard-coding them."""
+    labels: list[str] = []
+    with _lock:
+        _recorders.append(labels)
+    try:
+        yield labels
+    finally:
+        with _lock:
+            _recorders.remove(labels)

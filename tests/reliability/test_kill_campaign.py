@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -175,8 +176,8 @@ def prepare(point: KillPoint, lake: Lake) -> None:
 def kill_in_process(point: KillPoint, lake: Lake) -> None:
     with injected(point.spec):
         run = juncture(*argv_of(point.op, lake))
-    assert run.rc == 1 and f"injected fault at {point.label}" in run.err, \
-        f"{point}: the fault did not fire (exit {run.rc}): {run.err[-1500:]}"
+    fired = re.search(rf"injected fault at {re.escape(point.label)}(?![\w-])", run.err)
+    assert run.rc == 1 and fired, f"{point}: the fault did not fire (exit {run.rc}): {run.err[-1500:]}"
 
 
 def kill_child(point: KillPoint, lake: Lake, home: Path) -> None:

@@ -91,7 +91,10 @@ def plan(first: list[str], crawl: list[str], index: list[str], rebuild: list[str
     """The campaign's kill points and next operations, from the never-killed run's traces."""
     nexts: dict[str, Iterator[str]] = {
         "crawl": itertools.cycle(["rerun", "index", "rebuild", "batch"]),
-        "index": itertools.cycle(["rebuild", "land", "rerun", "index", "batch", "rebuild", "land", "rerun"]),
+        # mostly operations that leave the killed batch pending, so that the next kill point (a later
+        # stage) meets the same batch: every index completion costs one more batch to reach the next
+        "index": itertools.cycle(["rebuild", "land", "rerun", "rebuild", "index", "land", "rebuild", "batch",
+                                  "rerun"]),
         "rebuild": itertools.cycle(["batch", "rerun", "index"]),
     }
     points: list[KillPoint] = []
@@ -133,7 +136,8 @@ class Lake:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.n = 0
-        self.pending = False
+        self.pending = False  # a landed batch not indexed yet
+        self.dirty = False  # files changed since the last completed crawl
 
     def mutate(self) -> None:
         """One more batch's worth of change: a new table, a changed one and (after the first) a deleted one."""
@@ -145,10 +149,12 @@ class Lake:
         if i == 0:
             gone = self.root / "misc" / "nulls.csv"
         gone.unlink()
+        self.dirty = True
 
     def crawl(self) -> Run:
         run = ok("crawl", "--dir", str(self.root), "--no-progress")
         self.pending = self.pending or "— batch" in run.out
+        self.dirty = False
         return run
 
     def index(self) -> Run:
@@ -165,11 +171,11 @@ def argv_of(op: str, lake: Lake) -> tuple[str, ...]:
 
 
 def prepare(point: KillPoint, lake: Lake) -> None:
-    """Give the operation something to do: a change to crawl, a pending batch to index."""
-    if point.op == "crawl":
+    """Give the operation something to do: a change to crawl, a pending batch to index. A change
+    that a killed crawl did not land is still there to crawl (fewer batches keep the campaign short)."""
+    if point.op in ("crawl", "index") and not lake.dirty and not (point.op == "index" and lake.pending):
         lake.mutate()
-    elif point.op == "index" and not lake.pending:
-        lake.mutate()
+    if point.op == "index" and not lake.pending:
         lake.crawl()
 
 

@@ -7,13 +7,17 @@ BIN := $(VENV)/bin
 UV_VERSION := 0.13.9
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install lint bench clean
+.PHONY: demo test test-fast install lint format bench clean
 
 demo: $(STAMP)
 	$(BIN)/juncture demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The tests not marked slow (a few minutes): the inner loop while changing code.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow"
 
 install: $(STAMP)
 
@@ -31,8 +35,9 @@ lock: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
+# Every benchmark (or `make bench NAMES="josie_bench lookup_load"`).
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(NAMES)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache

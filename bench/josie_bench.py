@@ -148,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="josie-bench-") as tmp:
         folder = Path(tmp)
         t0 = time.perf_counter()
-        engine = open_catalog(f"sqlite:///{folder / 'catalog.db.engine'}")
+        engine = open_catalog(f"sqlite:///{folder / 'catalog.db'}")
         with engine.begin() as conn:
             store_index(conn, index)
         sq, dk = build_sql_baselines(lake, set_ids, folder)

@@ -94,7 +94,7 @@ def measure_build_vs_update(spark: Any, settings: Settings, lake: dict[str, set[
     n_buckets = settings.index.cells_buckets
     store.overwrite("column_tokens", _column_tokens(lake, None, n_buckets), partition_by=["bucket"])
     t0 = time.perf_counter()
-    built = josie_index.build(spark, store, txn=("josie", 1))
+    built = josie_index.build(spark, store, batch_id=1)
     build_s = time.perf_counter() - t0
 
     new_lake, added, deleted = one_percent_batch(lake, share=share, seed=seed)

@@ -242,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for database in args.databases.split(","):
         drop = None
         if database == "sqlite":
-            url = f"sqlite:///{home / 'catalog.db.engine'}"
+            url = f"sqlite:///{home / 'catalog.db'}"
         else:
             url, drop = _pg_database(args.pg_admin_url)
         try:

@@ -1,35 +1,31 @@
-"""lake_rebuild: weekly (and on demand, or when lake_index finds the JOSIE index too dirty):
-duplicate-group rebuild, full re-relate, publish."""
+"""lake_rebuild: weekly (and on demand, or when lake_index finds the JOSIE index too dirty): one task
+per step of `spark_jobs.orchestration.rebuild` (catch up on pending batches, JOSIE duplicate-group
+rebuild, full re-relate, publish), in order."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from airflow.sdk import chain, dag, task
 
 from dags.common import START, TAGS, default_args
+from spark_jobs.orchestration.tasks import REBUILD_STEP_NAMES
+
+
+def _step_task(step: str) -> Any:
+    @task(task_id=step)
+    def run() -> dict:
+        from spark_jobs.orchestration import tasks as dag_tasks
+
+        return dag_tasks.rebuild_step(step)
+
+    return run()
 
 
 @dag(dag_id="lake_rebuild", schedule="@weekly", start_date=START, catchup=False, max_active_runs=1, tags=TAGS,
      default_args=default_args(), doc_md=__doc__)
 def lake_rebuild() -> None:
-    @task
-    def rebuild_groups() -> dict:
-        from spark_jobs.orchestration import tasks as dag_tasks
-
-        return dag_tasks.rebuild_step("rebuild_groups")
-
-    @task
-    def relate_all() -> dict:
-        from spark_jobs.orchestration import tasks as dag_tasks
-
-        return dag_tasks.rebuild_step("relate_all")
-
-    @task
-    def publish_all() -> dict:
-        from spark_jobs.orchestration import tasks as dag_tasks
-
-        return dag_tasks.rebuild_step("publish_all")
-
-    chain(rebuild_groups(), relate_all(), publish_all())
+    chain(*[_step_task(step) for step in REBUILD_STEP_NAMES])
 
 
 lake_rebuild()

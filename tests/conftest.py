@@ -74,7 +74,7 @@ def _pg_schema_url(database_url: str) -> str:
 def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The URL of an empty catalog, once on SQLite and once on PostgreSQL."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'catalog.db.engine'}"
+        return f"sqlite:///{tmp_path / 'catalog.db'}"
     return _pg_schema_url(request.getfixturevalue("pg_database"))
 
 

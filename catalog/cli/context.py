@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
@@ -22,3 +25,15 @@ class CliContext:
 
             self._engine = open_catalog(self.settings.catalog_url)
         return self._engine
+
+    @contextlib.contextmanager
+    def writing(self, owner: str) -> Iterator[None]:
+        """Hold the lake lock for a command that writes the lake; say so if it has to wait."""
+        from spark_jobs.lake.lock import lake_lock  # deferred: only the commands that write load the lake layer
+
+        def waiting(holder: str) -> None:
+            print(f"juncture: waiting up to {self.settings.lock_wait_s:.0f}s for the lake lock held by {holder}",
+                  file=sys.stderr)
+
+        with lake_lock(self.settings, f"juncture {owner}", on_wait=waiting):
+            yield

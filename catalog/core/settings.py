@@ -96,7 +96,6 @@ class AirflowSettings:
     home: str = ""  # embedded AIRFLOW_HOME (default: <home>/airflow)
     # Cluster mode: stage tasks spark-submit to the master of this Airflow connection; "" = in-process.
     spark_conn_id: str = ""
-    lock_wait_s: float = 600.0  # how long a task waits for the lake lock before failing (then retrying)
     # source name -> Airflow connection holding its app token / API key (plugins/airflow_plugin.py)
     source_connections: dict[str, str] = field(default_factory=dict)
 
@@ -105,8 +104,11 @@ class AirflowSettings:
 class Settings:
     home: Path = Path("var")
     lake: str = ""  # default: <home>/lake
-    catalog_url: str = ""  # default: sqlite:///<home>/catalog.db.engine
+    catalog_url: str = ""  # default: sqlite:///<home>/catalog.db
     log_format: Literal["kv", "json"] = "kv"
+    # How long a writer (a CLI command or a DAG task) waits for the lake lock before giving up with
+    # a message naming the holder (exit 2; a DAG task fails and is retried). 0: do not wait.
+    lock_wait_s: float = 600.0
     spark: SparkSettings = field(default_factory=SparkSettings)
     crawl: CrawlSettings = field(default_factory=CrawlSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
@@ -130,8 +132,10 @@ ENV_VARS: Mapping[str, str] = {
     "JUNCTURE_SPARK_MASTER": "spark.master",
     "JUNCTURE_LOG_FORMAT": "log_format",
     "JUNCTURE_AIRFLOW_API_URL": "airflow.api_url",
+    "JUNCTURE_LOCK_WAIT_S": "lock_wait_s",
 }
-_META_VARS = frozenset({"JUNCTURE_CONFIG"})
+# Read elsewhere: the config file's path, and the fault-injection hooks of the crash-safety tests.
+_META_VARS = frozenset({"JUNCTURE_CONFIG", "JUNCTURE_FAULT", "JUNCTURE_FAULT_MODE", "JUNCTURE_FAULT_TRACE"})
 
 
 def load_settings(env: Mapping[str, str] | None = None, *, config_file: str | Path | None = None,
@@ -185,7 +189,7 @@ def _with_defaults(s: Settings, cwd: Path) -> Settings:
         s,
         home=home,
         lake=s.lake or str(home / "lake"),
-        catalog_url=s.catalog_url or f"sqlite:///{home / 'catalog.db.engine'}",
+        catalog_url=s.catalog_url or f"sqlite:///{home / 'catalog.db'}",
     )
 
 

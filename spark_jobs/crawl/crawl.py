@@ -10,11 +10,11 @@ Change detection, per table, against bronze `datasets` (the state of the last co
   completely; a source whose listing failed deletes nothing, and a table whose download or parse
   fails keeps its last good version.
 
-Resumable: nothing is announced until `land_tables.land_batch` commits the `changes` rows last.
-Dataset rows written by a landing that was killed before that commit carry a batch id that is not
-in `changes`: a rerun treats those tables as not landed and lands them again, and the deletions
-the killed run intended are read back from the intent file written before landing. So a crawl
-killed anywhere and rerun leaves bronze exactly as one uninterrupted crawl would.
+Resumable and concurrent: listing, downloads and parsing hold no lock and write nothing the lake
+reads. Only the landing takes the lake lock; under it the decisions are taken again against bronze
+as committed *now* (another crawl may have landed the same tables meanwhile), and `land_batch`
+lands everything as one bronze commit. A crawl killed anywhere leaves bronze as it was, so a
+rerun equals one uninterrupted crawl; two crawls at once get two batches and lose nothing.
 
 Original downloads are kept content-addressed under `<lake>/files/<sha256>`; portal ids never
 become paths (they are checked in the hooks and only ever appear inside table ids and URLs).
@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
-import json
 import logging
 import os
 import shutil
@@ -42,8 +41,8 @@ from plugins.sources.http_client import FetchError, HttpClient
 from plugins.sources.listing import BadIdError, ListedTable, ListingError
 from plugins.sources.parsing import ParseError, ParseLimits, delta_content_sha256, parse_file
 from spark_jobs.crawl.land import ParsedTable, land_batch
-from spark_jobs.lake.batches import batch_ids, next_batch_id
 from spark_jobs.lake.bronze import DATASETS
+from spark_jobs.lake.lock import lake_lock
 from spark_jobs.lake.store import LakeStore
 
 if TYPE_CHECKING:
@@ -52,7 +51,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FILES = "files"
-_INTENT = "_crawl/intent.json"
 
 Progress = Callable[[int, int, str], None]
 Fault = Callable[[str], None]
@@ -84,7 +82,6 @@ class _Prior:
     source: str
     sha: str | None
     stamp: str | None
-    committed: bool
 
 
 def folder_source(path: str) -> SourceConfig:
@@ -103,17 +100,16 @@ def _sources(settings: Settings, source_name: str | None, folder: str | None) ->
 
 
 def _prior_state(store: LakeStore) -> dict[str, _Prior]:
+    """What committed bronze holds per table: source, content hash and portal stamp."""
     if not store.exists(DATASETS):
         return {}
-    committed = set(batch_ids(store))
-    rows = store.read_arrow(DATASETS, columns=["table_id", "source", "content_sha256", "source_updated_at",
-                                               "batch_id"]).to_pylist()
-    return {r["table_id"]: _Prior(r["source"] or "", r["content_sha256"], r["source_updated_at"],
-                                  r["batch_id"] in committed) for r in rows}
+    rows = store.read_arrow(DATASETS, columns=["table_id", "source", "content_sha256", "source_updated_at"])
+    return {r["table_id"]: _Prior(r["source"] or "", r["content_sha256"], r["source_updated_at"])
+            for r in rows.to_pylist()}
 
 
 class _LakeFiles:
-    """`<lake>/files/<sha256>` and the crawl's small intent file, on the lake's filesystem."""
+    """`<lake>/files/<sha256>`, the kept downloads, on the lake's filesystem."""
 
     def __init__(self, lake: str) -> None:
         import pyarrow.fs as pafs
@@ -140,21 +136,6 @@ class _LakeFiles:
 
             pafs.copy_files(str(tmp), dest, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=self.fs)
             tmp.unlink(missing_ok=True)
-
-    def read_intent(self) -> dict[str, Any] | None:
-        path = f"{self.root}/{_INTENT}"
-        if self.fs.get_file_info(path).type.name == "NotFound":
-            return None
-        with self.fs.open_input_stream(path) as f:
-            return json.loads(f.read().decode())
-
-    def write_intent(self, doc: dict[str, Any]) -> None:
-        path = f"{self.root}/{_INTENT}"
-        self.fs.create_dir(f"{self.root}/_crawl", recursive=True)
-        tmp = path + ".tmp"
-        with self.fs.open_output_stream(tmp) as f:
-            f.write(json.dumps(doc).encode())
-        self.fs.move(tmp, path)
 
 
 def _folder_uri(root: str, fs_path: str) -> str:
@@ -207,24 +188,19 @@ def run_crawl(settings: Settings, *, source_name: str | None = None, folder: str
               client: HttpClient | None = None) -> CrawlReport:
     """Crawl the configured sources (or one, or a lake folder) and land one change batch.
 
-    `fault` is called with a step name (`dataset:<table_id>` before each table, `land`, and
-    `commit:<lake table>` before each Delta commit): the seam the resumability tests use to kill
-    the crawl anywhere."""
+    `fault` is called with a step name (`dataset:<table_id>` before each table, `land` before the
+    landing): a seam the resumability tests use to stop the crawl anywhere (the landing's own
+    commits have `spark_jobs.lake.faults` checkpoints)."""
     sources = _sources(settings, source_name, folder)
-    store = LakeStore(settings.lake, spark, before_commit=(lambda t: fault(f"commit:{t}")) if fault else None)
     files = _LakeFiles(settings.lake)
     tmp_dir = Path(settings.home) / "crawl-tmp"
     limits = ParseLimits(max_cell_bytes=settings.crawl.max_cell_bytes,
                          max_decompressed_bytes=settings.crawl.max_decompressed_bytes)
     report = CrawlReport()
-    prior = _prior_state(store)
-    committed = set(batch_ids(store))
+    prior = _prior_state(LakeStore(settings.lake, spark))
     own_client = client is None
     client = client or HttpClient(settings.crawl)
-    added: list[ParsedTable] = []
-    refresh: dict[str, str] = {}
-    listed_ids: set[str] = set()
-    complete_sources: set[str] = set()
+    found = _Found()
     try:
         listings: list[tuple[SourceConfig, list[ListedTable]]] = []
         for source in sources:
@@ -233,7 +209,7 @@ def run_crawl(settings: Settings, *, source_name: str | None = None, folder: str
             except (ListingError, BadIdError) as e:
                 report.fail(f"source {source.name}", str(e))
                 continue
-            complete_sources.add(source.name)
+            found.complete_sources.add(source.name)
             listings.append((source, entries))
         total = sum(len(e) for _, e in listings)
         done = 0
@@ -246,37 +222,17 @@ def run_crawl(settings: Settings, *, source_name: str | None = None, folder: str
                 if entry.problem:
                     report.fail(entry.table_id if "<invalid>" not in entry.table_id else entry.name, entry.problem)
                     if "<invalid>" not in entry.table_id:
-                        listed_ids.add(entry.table_id)
+                        found.listed_ids.add(entry.table_id)
                     continue
-                listed_ids.add(entry.table_id)
+                found.listed_ids.add(entry.table_id)
                 if fault:
                     fault(f"dataset:{entry.table_id}")
                 with log_context(dataset_id=entry.table_id):
                     _crawl_one(entry, source, prior.get(entry.table_id), client, files, tmp_dir, limits, report,
-                               added, refresh)
-        deleted = sorted(tid for tid, p in prior.items()
-                         if p.source in complete_sources and tid not in listed_ids)
-        intent = files.read_intent()
-        batch_id: int | None = None
-        if intent and intent.get("batch_id") not in committed:
-            batch_id = int(intent["batch_id"])
-            current = set(prior)
-            for tid in intent.get("deleted", []):
-                if tid not in listed_ids and tid not in current and tid not in deleted:
-                    deleted.append(tid)
-            deleted.sort()
-        if refresh:
-            _refresh_stamps(store, refresh)
+                               found.added, found.refresh)
         if fault:
             fault("land")
-        if added or deleted:
-            batch_id = batch_id or next_batch_id(store)
-            files.write_intent({"batch_id": batch_id, "deleted": deleted})
-            batch = land_batch(store, added, deleted, n_buckets=settings.index.cells_buckets, batch_id=batch_id)
-            report.batch_id = batch.batch_id
-            report.added = batch.added
-            report.removed = batch.deleted
-        report.deleted = len(deleted)
+        _land(settings, spark, found, report)
     finally:
         if own_client:
             client.close()
@@ -286,10 +242,39 @@ def run_crawl(settings: Settings, *, source_name: str | None = None, folder: str
     return report
 
 
+@dataclass
+class _Found:
+    """What a crawl found before landing: parsed new/changed tables, fresh stamps of unchanged ones,
+    the ids each source listed and the sources listed completely."""
+
+    added: list[ParsedTable] = field(default_factory=list)
+    refresh: dict[str, str] = field(default_factory=dict)
+    listed_ids: set[str] = field(default_factory=set)
+    complete_sources: set[str] = field(default_factory=set)
+
+
+def _land(settings: Settings, spark: SparkSession | None, found: _Found, report: CrawlReport) -> None:
+    """Under the lake lock, decide again against bronze as committed now, and land one batch."""
+    with lake_lock(settings, "crawl"):
+        store = LakeStore(settings.lake, spark)
+        now = _prior_state(store)
+        added = [t for t in found.added if now.get(t.table_id) is None or now[t.table_id].sha != t.content_sha256]
+        deleted = sorted(tid for tid, p in now.items()
+                         if p.source in found.complete_sources and tid not in found.listed_ids)
+        stamps = {tid: stamp for tid, stamp in found.refresh.items()
+                  if tid in now and now[tid].stamp != stamp and tid not in {t.table_id for t in added}}
+        batch = land_batch(store, added, deleted, n_buckets=settings.index.cells_buckets, stamps=stamps)
+    if batch.batch_id:
+        report.batch_id = batch.batch_id
+        report.added = batch.added
+        report.removed = batch.deleted
+    report.deleted = len(deleted)
+
+
 def _crawl_one(entry: ListedTable, source: SourceConfig, prev: _Prior | None, client: HttpClient,
                files: _LakeFiles, tmp_dir: Path, limits: ParseLimits, report: CrawlReport,
                added: list[ParsedTable], refresh: dict[str, str]) -> None:
-    settled = prev is not None and prev.committed
+    settled = prev is not None
     if settled and prev.stamp == entry.stamp and entry.stamp:
         report.unchanged += 1
         return
@@ -332,18 +317,6 @@ def _crawl_one(entry: ListedTable, source: SourceConfig, prev: _Prior | None, cl
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
-
-
-def _refresh_stamps(store: LakeStore, stamps: dict[str, str]) -> None:
-    """Record new portal stamps of tables whose content did not change (no change batch)."""
-    import pyarrow as pa
-
-    rows = store.read_arrow(DATASETS, where={"table_id": sorted(stamps)})
-    if rows.num_rows == 0:
-        return
-    new = pa.array([stamps[t] for t in rows["table_id"].to_pylist()], pa.string())
-    rows = rows.set_column(rows.schema.get_field_index("source_updated_at"), "source_updated_at", new)
-    store.overwrite_where(DATASETS, rows, column="table_id", values=rows["table_id"].to_pylist())
 
 
 def format_report(report: CrawlReport) -> str:

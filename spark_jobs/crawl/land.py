@@ -1,15 +1,16 @@
-"""Landing parsed tables in bronze: `datasets`, `cells`, then the `changes` batch that announces them.
+"""Landing parsed tables in bronze: `cells`, `datasets` and the `changes` batch that announces them,
+then the bronze manifest, the landing's one commit point.
 
-The batch row is committed last: until it exists no index job looks at the landed cells, so a
-landing killed half-way is invisible, and rerunning it rewrites the same rows (every write here
-replaces by `table_id`, so it is idempotent) and then commits the batch.
+Until the manifest is committed no reader sees any of it, so a landing killed half-way is
+invisible; the next writer of bronze rolls its table versions back. The caller holds the lake lock
+(batch ids are allocated here, from the committed manifest).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,9 +18,10 @@ import pyarrow as pa
 
 from catalog.core.identity import column_headers, table_bucket
 from catalog.core.logs import log_context
-from spark_jobs.lake.batches import ChangeBatch, next_batch_id
+from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import (
     ADD,
+    BRONZE,
     CELLS,
     CELLS_SCHEMA,
     CHANGES,
@@ -28,6 +30,7 @@ from spark_jobs.lake.bronze import (
     DATASETS_SCHEMA,
     DELETE,
 )
+from spark_jobs.lake.commit_point import begin, commit
 from spark_jobs.lake.store import LakeStore
 
 log = logging.getLogger(__name__)
@@ -82,11 +85,18 @@ def dataset_rows(tables: Sequence[ParsedTable], batch_id: int, now: dt.datetime)
 
 
 def land_batch(store: LakeStore, added: Sequence[ParsedTable], deleted: Sequence[str], *,
-               n_buckets: int, batch_id: int | None = None) -> ChangeBatch:
-    """Land `added` (new or changed tables) and remove `deleted`, then commit the change batch."""
-    if not added and not deleted:
+               n_buckets: int, stamps: Mapping[str, str | None] | None = None) -> ChangeBatch:
+    """Land `added` (new or changed tables) and remove `deleted` as the next change batch, and record
+    `stamps` (new portal stamps of unchanged tables); all of it in one bronze commit."""
+    if not added and not deleted and not stamps:
         return ChangeBatch(0, (), ())
-    batch_id = batch_id or next_batch_id(store)
+    base = begin(store, BRONZE)
+    if stamps:
+        _refresh_stamps(store, stamps)
+    if not added and not deleted:
+        commit(store, BRONZE, base, batch_id=base.batch_id, kind="stamps")
+        return ChangeBatch(0, (), ())
+    batch_id = base.batch_id + 1
     now = dt.datetime.now(dt.UTC)
     touched = sorted({t.table_id for t in added} | set(deleted))
     buckets = sorted({table_bucket(t, n_buckets) for t in touched})
@@ -99,6 +109,19 @@ def land_batch(store: LakeStore, added: Sequence[ParsedTable], deleted: Sequence
             [{"batch_id": batch_id, "table_id": t.table_id, "op": ADD, "created_at": now} for t in added]
             + [{"batch_id": batch_id, "table_id": tid, "op": DELETE, "created_at": now} for tid in deleted],
             schema=CHANGES_SCHEMA)
-        store.append(CHANGES, changes, txn=("land_tables", batch_id))
+        store.append(CHANGES, changes)
+        commit(store, BRONZE, base, batch_id=batch_id, kind="land")
         log.info("batch landed", extra={"n_added": len(added), "n_deleted": len(deleted), "n_cells": cells.num_rows})
     return ChangeBatch(batch_id, tuple(sorted(t.table_id for t in added)), tuple(sorted(deleted)))
+
+
+def _refresh_stamps(store: LakeStore, stamps: Mapping[str, str | None]) -> None:
+    """Record new portal stamps of tables whose content did not change (no change batch)."""
+    if not store.exists(DATASETS):
+        return
+    rows = store.read_arrow(DATASETS, where={"table_id": sorted(stamps)})
+    if rows.num_rows == 0:
+        return
+    new = pa.array([stamps[t] for t in rows["table_id"].to_pylist()], pa.string())
+    rows = rows.set_column(rows.schema.get_field_index("source_updated_at"), "source_updated_at", new)
+    store.overwrite_where(DATASETS, rows, column="table_id", values=rows["table_id"].to_pylist())

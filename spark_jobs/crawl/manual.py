@@ -25,6 +25,7 @@ from catalog.core.settings import Settings, load_settings
 from spark_jobs.crawl.land import ParsedTable, land_batch
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import CHANGES, DATASETS, DELETE
+from spark_jobs.lake.lock import lake_lock
 from spark_jobs.lake.store import LakeStore
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,6 @@ def path_tables(settings: Settings, entry: str) -> list[tuple[str, str, str, str
 
 def land_update(settings: Settings, store: LakeStore, *, add: Sequence[str], delete: Sequence[str]) -> ChangeBatch:
     """Land one batch: `add` = files, folders or configured source names; `delete` = table ids."""
-    from plugins.sources.parsing import ParseLimits, delta_content_sha256, parse_file
     from spark_jobs.crawl.crawl import run_crawl
 
     bad = [t for t in delete if not valid_table_id(t)]
@@ -95,6 +95,17 @@ def land_update(settings: Settings, store: LakeStore, *, add: Sequence[str], del
             report = run_crawl(settings, source_name=entry)
             if report.batch_id:
                 crawled = ChangeBatch(report.batch_id, (), ())
+    with lake_lock(settings, "update"):
+        batch = _land_files(settings, LakeStore(settings.lake, store.spark), add=add, delete=delete,
+                            sources=sources)
+    return batch if batch.batch_id or crawled is None else crawled
+
+
+def _land_files(settings: Settings, store: LakeStore, *, add: Sequence[str], delete: Sequence[str],
+                sources: set[str]) -> ChangeBatch:
+    """Parse the files and folders of `add` and land them with `delete` (the caller holds the lock)."""
+    from plugins.sources.parsing import ParseLimits, delta_content_sha256, parse_file
+
     landed = _landed(store)
     limits = ParseLimits(max_cell_bytes=settings.crawl.max_cell_bytes,
                          max_decompressed_bytes=settings.crawl.max_decompressed_bytes)
@@ -117,7 +128,7 @@ def land_update(settings: Settings, store: LakeStore, *, add: Sequence[str], del
     batch = land_batch(store, added, deleted, n_buckets=settings.index.cells_buckets)
     log.info("manual update landed", extra={"batch_id": batch.batch_id, "n_added": len(added),
                                              "n_deleted": len(deleted)})
-    return batch if batch.batch_id or crawled is None else crawled
+    return batch
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -30,6 +30,7 @@ from spark_jobs.josie.tables import (
     CHANGE_TOKEN,
     CHANGES_SCHEMA,
     HASH_SEED,
+    JOSIE,
     JOSIE_CHANGES,
     JOSIE_POSTINGS,
     JOSIE_SETS,
@@ -39,7 +40,9 @@ from spark_jobs.josie.tables import (
     STATE_SCHEMA,
 )
 from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.commit_point import batch_store, begin, commit
 from spark_jobs.lake.job_main import batch_job_main
+from spark_jobs.lake.manifest import Manifest
 from spark_jobs.lake.store import LakeStore
 
 if TYPE_CHECKING:
@@ -47,7 +50,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-APP_ID = "josie"  # txn app id of index commits (build and update), version = batch id
 COLUMN_TOKENS = "column_tokens"
 _MONO_SHIFT = 33  # monotonically_increasing_id = (partition << 33) + row within partition
 
@@ -188,16 +190,6 @@ def read_state(store: LakeStore, version: int | None = None) -> dict[str, Any]:
     return rows[0]
 
 
-def input_version(store: LakeStore, name: str, app_id: str, txn_version: int) -> int | None:
-    """The version to read `name` at: the latest, unless this very operation (`app_id`,
-    `txn_version`) already committed it before a crash — then the version before that commit."""
-    if not store.exists(name):
-        return None
-    done = store.committed_version(name, app_id)
-    current = store.version(name)
-    return current - 1 if done is not None and done >= txn_version else current
-
-
 def state_table(state: dict[str, Any]) -> pa.Table:
     return pa.Table.from_pylist([state], schema=STATE_SCHEMA)
 
@@ -223,20 +215,23 @@ def conform_any(data: Any, name: str) -> Any:
     return conform(data, name)
 
 
-def commit_update(store: LakeStore, txn: tuple[str, int], *, tokens: Any, sets: Any, postings: Any, changes: Any,
-                  state: dict[str, Any], version: int, next_set_id: int) -> dict[str, Any]:
+def commit_update(store: LakeStore, base: Manifest, batch_id: int, *, tokens: Any, sets: Any, postings: Any,
+                  changes: Any, state: dict[str, Any], version: int, next_set_id: int) -> dict[str, Any]:
     """Commit an incremental update (Spark DataFrames or Arrow tables): the three index tables, the
-    change log, then the state row, which marks the batch done. Returns the new state and counts."""
-    store.overwrite(JOSIE_TOKENS, conform_any(tokens, JOSIE_TOKENS), txn=txn)
-    store.overwrite(JOSIE_SETS, conform_any(sets, JOSIE_SETS), txn=txn)
-    store.overwrite(JOSIE_POSTINGS, conform_any(postings, JOSIE_POSTINGS), txn=txn)
-    store.append(JOSIE_CHANGES, conform_any(changes, JOSIE_CHANGES), txn=txn)
+    change log and the state row, then the unit's manifest, which marks the batch done. Returns
+    the new state and counts."""
+    store.overwrite(JOSIE_TOKENS, conform_any(tokens, JOSIE_TOKENS))
+    store.overwrite(JOSIE_SETS, conform_any(sets, JOSIE_SETS))
+    store.overwrite(JOSIE_POSTINGS, conform_any(postings, JOSIE_POSTINGS))
+    store.append(JOSIE_CHANGES, conform_any(changes, JOSIE_CHANGES))
     n_lists, n_dirty, max_token_id = dirty_counts(store)
     new_state = {**state, "index_version": version, "n_lists": n_lists, "n_dirty_lists": n_dirty,
                  "dirty_share": (n_dirty / n_lists) if n_lists else 0.0, "next_set_id": next_set_id,
                  "next_token_id": max(int(state["next_token_id"]), max_token_id + 1)}
-    store.overwrite(JOSIE_STATE, state_table(new_state), txn=txn)
-    return {"mode": "update", **new_state, **_change_counts(store, version)}
+    store.overwrite(JOSIE_STATE, state_table(new_state))
+    counts = _change_counts(store, version)
+    commit(store, JOSIE, base, batch_id=batch_id, kind="update")
+    return {"mode": "update", **new_state, **counts}
 
 
 def _change_counts(store: LakeStore, version: int) -> dict[str, int]:
@@ -248,24 +243,23 @@ def _change_counts(store: LakeStore, version: int) -> dict[str, int]:
             "n_affected_sets": int(pc.sum(pc.equal(kinds, CHANGE_SET)).as_py() or 0)}
 
 
-def write_full(store: LakeStore, frames: IndexFrames, columns: DataFrame, *, txn: tuple[str, int] | None,
-               state: dict[str, Any]) -> dict[str, Any]:
-    """Overwrite the three index tables with a fresh build, then the change log and the state.
-
-    `columns` maps set_id -> (table_id, column_id). The state row is written last: it is what
-    marks the build committed."""
+def write_full(store: LakeStore, frames: IndexFrames, columns: DataFrame, *, base: Manifest, batch_id: int,
+               kind: str, state: dict[str, Any]) -> dict[str, Any]:
+    """Overwrite the three index tables with a fresh build, then the change log and the state, then
+    commit the unit's manifest (`kind` build or rebuild). `columns` maps set_id -> (table_id, column_id)."""
     sets = frames.sets.join(columns, "set_id")
-    store.overwrite(JOSIE_TOKENS, conform(frames.tokens, JOSIE_TOKENS), txn=txn)
-    store.overwrite(JOSIE_SETS, conform(sets, JOSIE_SETS), txn=txn)
-    store.overwrite(JOSIE_POSTINGS, conform(frames.postings, JOSIE_POSTINGS), txn=txn)
+    store.overwrite(JOSIE_TOKENS, conform(frames.tokens, JOSIE_TOKENS))
+    store.overwrite(JOSIE_SETS, conform(sets, JOSIE_SETS))
+    store.overwrite(JOSIE_POSTINGS, conform(frames.postings, JOSIE_POSTINGS))
     n_lists, n_dirty, _ = dirty_counts(store)
     version = int(state["index_version"])
     store.append(JOSIE_CHANGES, pa.Table.from_pylist(
         [{"index_version": version, "base_version": version - 1, "kind": CHANGE_FULL, "key": -1}],
-        schema=CHANGES_SCHEMA), txn=txn)
+        schema=CHANGES_SCHEMA))
     state = {**state, "n_lists": n_lists, "n_dirty_lists": n_dirty,
              "dirty_share": (n_dirty / n_lists) if n_lists else 0.0}
-    store.overwrite(JOSIE_STATE, state_table(state), txn=txn)
+    store.overwrite(JOSIE_STATE, state_table(state))
+    commit(store, JOSIE, base, batch_id=batch_id, kind=kind)
     return state
 
 
@@ -279,9 +273,9 @@ def column_pairs(column_tokens: DataFrame, *, start: int = 0) -> tuple[DataFrame
     return pairs.select("token", "set_id").distinct(), cols
 
 
-def build(spark: SparkSession, store: LakeStore, *, txn: tuple[str, int] | None, last_batch: int = 0,
-          hash_modulus: int = 0) -> dict[str, Any]:
-    """A fresh index from all of `column_tokens` (set ids from 0)."""
+def build(spark: SparkSession, store: LakeStore, *, batch_id: int = 0, hash_modulus: int = 0) -> dict[str, Any]:
+    """A fresh index from all of `column_tokens` (set ids from 0), committed as including `batch_id`."""
+    base = begin(store, JOSIE)
     if store.exists(COLUMN_TOKENS):
         ct = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token"])
     else:
@@ -294,10 +288,10 @@ def build(spark: SparkSession, store: LakeStore, *, txn: tuple[str, int] | None,
     try:
         frames = build_index(pairs, hash_modulus=hash_modulus)
         n_sets = cols.count()
-        state = {"index_version": 1, "next_set_id": n_sets, "next_token_id": 0, "last_rebuild_batch": last_batch}
+        state = {"index_version": 1, "next_set_id": n_sets, "next_token_id": 0, "last_rebuild_batch": batch_id}
         frames.tokens = frames.tokens.persist()
         state["next_token_id"] = frames.tokens.count()
-        state = write_full(store, frames, cols, txn=txn, state=state)
+        state = write_full(store, frames, cols, base=base, batch_id=batch_id, kind="build", state=state)
     finally:
         spark.catalog.clearCache()
     log.info("josie index built", extra={k: state[k] for k in ("n_lists", "next_set_id", "index_version")})
@@ -306,8 +300,7 @@ def build(spark: SparkSession, store: LakeStore, *, txn: tuple[str, int] | None,
 
 def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str, Any]:
     """Full build (used by the pipeline stage when no index exists yet)."""
-    store = LakeStore(settings.lake, spark)
-    return build(spark, store, txn=(APP_ID, batch.batch_id), last_batch=batch.batch_id)
+    return build(spark, batch_store(settings.lake, spark, batch.batch_id), batch_id=batch.batch_id)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

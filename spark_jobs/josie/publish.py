@@ -32,6 +32,7 @@ from spark_jobs.josie.tables import (
     JOSIE_STATE,
     JOSIE_TOKENS,
 )
+from spark_jobs.lake import faults
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore
 
@@ -180,4 +181,5 @@ def publish_current(settings: Any, spark: Any = None, *, relations: bool = False
             from spark_jobs.publish.relations import publish_all_relations
 
             counts.update(publish_all_relations(session, store))
+        faults.checkpoint("publish:rebuild")
         return counts

@@ -16,15 +16,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from catalog.core.settings import Settings, load_settings
-from spark_jobs.josie.build import (
-    APP_ID,
-    build_index,
-    index_exists,
-    input_version,
-    read_state,
-    write_full,
-)
-from spark_jobs.josie.tables import JOSIE_SETS, JOSIE_STATE, JOSIE_TOKENS
+from spark_jobs.josie.build import build_index, index_exists, read_state, write_full
+from spark_jobs.josie.tables import JOSIE, JOSIE_SETS, JOSIE_TOKENS
+from spark_jobs.lake.commit_point import begin
 from spark_jobs.lake.store import LakeStore
 
 if TYPE_CHECKING:
@@ -32,23 +26,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REBUILD_APP_ID = "josie_rebuild"  # txn version = the index version the rebuild produces
-
-
 def rebuild(spark: SparkSession, store: LakeStore, *, hash_modulus: int = 0) -> dict[str, Any]:
     """Rebuild the index in place; returns the new state (or {"mode": "absent"} with no index)."""
     from pyspark.sql import functions as F  # noqa: N812
 
+    base = begin(store, JOSIE)  # a rebuild killed half-way is rolled back here
     if not index_exists(store):
         return {"mode": "absent"}
     current = read_state(store)
     version = int(current["index_version"]) + 1
-    # A rerun after a crash mid-rebuild: the state was not written yet, so `current` is the old
-    # state and `version` the same; tables this rebuild already committed are read as they were.
-    txn = (REBUILD_APP_ID, version)
-    versions = {n: input_version(store, n, *txn) for n in (JOSIE_TOKENS, JOSIE_SETS)}
-    tokens = store.read(JOSIE_TOKENS, version=versions[JOSIE_TOKENS])
-    sets = store.read(JOSIE_SETS, version=versions[JOSIE_SETS])
+    tokens = store.read(JOSIE_TOKENS)
+    sets = store.read(JOSIE_SETS)
     pairs = (sets.select("set_id", F.explode("tokens").alias("token_id"))
              .withColumn("token_id", F.col("token_id").cast("long"))
              .join(tokens.select("token_id", "token"), "token_id").select("token", "set_id").persist())
@@ -56,10 +44,10 @@ def rebuild(spark: SparkSession, store: LakeStore, *, hash_modulus: int = 0) -> 
         frames = build_index(pairs, hash_modulus=hash_modulus)
         frames.tokens = frames.tokens.persist()
         n_tokens = frames.tokens.count()
-        last_batch = store.committed_version(JOSIE_STATE, APP_ID) or 0
         state = {"index_version": version, "next_set_id": int(current["next_set_id"]), "next_token_id": n_tokens,
-                 "last_rebuild_batch": int(last_batch)}
-        state = write_full(store, frames, sets.select("set_id", "table_id", "column_id"), txn=txn, state=state)
+                 "last_rebuild_batch": base.batch_id}
+        state = write_full(store, frames, sets.select("set_id", "table_id", "column_id"), base=base,
+                           batch_id=base.batch_id, kind="rebuild", state=state)
     finally:
         spark.catalog.clearCache()
     log.info("josie index rebuilt", extra={"index_version": version, "n_lists": state["n_lists"]})
@@ -71,14 +59,19 @@ def run(spark: SparkSession, settings: Settings, batch: object | None = None) ->
     return rebuild(spark, LakeStore(settings.lake, spark))
 
 
+def due(spark: SparkSession | None, settings: Settings) -> bool:
+    """Whether the committed index's dirty share passes the threshold."""
+    store = LakeStore(settings.lake, spark)
+    return index_exists(store) and float(read_state(store)["dirty_share"]) > settings.index.josie_dirty_threshold
+
+
 def run_if_due(spark: SparkSession, settings: Settings) -> dict[str, Any]:
     """Rebuild only when the dirty share passes the threshold."""
     store = LakeStore(settings.lake, spark)
     if not index_exists(store):
         return {"mode": "absent"}
-    state = read_state(store)
-    if float(state["dirty_share"]) <= settings.index.josie_dirty_threshold:
-        return {"mode": "not_due", **state}
+    if not due(spark, settings):
+        return {"mode": "not_due", **read_state(store)}
     return rebuild(spark, store)
 
 

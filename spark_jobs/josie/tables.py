@@ -14,6 +14,9 @@
   becomes empty loses its id for good, and a column seen again later gets a new one.
 * `josie_postings(token_id, set_ids, positions, sizes)`: entries sorted by set id; positions are
   0-based positions of `token_id` inside that set's sorted tokens.
+The five tables are one unit (`JOSIE`): an update, build or rebuild writes them and then commits
+the unit's manifest (`spark_jobs.lake.commit_point`), its one commit point.
+
 * `josie_state`: one row: index_version, n_lists, n_dirty_lists, dirty_share, next_set_id,
   next_token_id, last_rebuild_batch.
 * `josie_changes(index_version, base_version, kind, key)`: what each index version changed, so the
@@ -24,6 +27,8 @@
 from __future__ import annotations
 
 import pyarrow as pa
+
+from spark_jobs.lake.commit_point import UnitSpec
 
 JOSIE_TOKENS = "josie_tokens"
 JOSIE_SETS = "josie_sets"
@@ -74,6 +79,8 @@ CHANGES_SCHEMA = pa.schema([
 ])
 
 CHANGE_TOKEN, CHANGE_SET, CHANGE_FULL = "token", "set", "full"
+
+JOSIE = UnitSpec("josie", (JOSIE_TOKENS, JOSIE_SETS, JOSIE_POSTINGS, JOSIE_STATE, JOSIE_CHANGES))
 
 SCHEMAS: dict[str, pa.Schema] = {
     JOSIE_TOKENS: TOKENS_SCHEMA,

@@ -33,12 +33,10 @@ from catalog.core.settings import Settings
 from spark_jobs.josie import build as josie_index
 from spark_jobs.josie import update_arrow as update_josie_arrow
 from spark_jobs.josie.build import (
-    APP_ID,
     COLUMN_TOKENS,
     commit_update,
     conform,
     dense_index,
-    input_version,
     integer_sets,
     posting_entries,
     posting_lists,
@@ -48,12 +46,14 @@ from spark_jobs.josie.tables import (
     CHANGE_SET,
     CHANGE_TOKEN,
     DIRTY_GROUP_BASE,
+    JOSIE,
     JOSIE_POSTINGS,
     JOSIE_SETS,
     JOSIE_STATE,
     JOSIE_TOKENS,
 )
 from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.commit_point import applied_batch, batch_store, begin, commit
 from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.store import LakeStore
 
@@ -86,8 +86,8 @@ def update(spark: SparkSession, store: LakeStore, batch: ChangeBatch, *, n_bucke
     state."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    txn = (APP_ID, batch.batch_id)
-    versions = {n: input_version(store, n, *txn) for n in (JOSIE_TOKENS, JOSIE_SETS, JOSIE_POSTINGS, JOSIE_STATE)}
+    base = begin(store, JOSIE)
+    versions = {n: store.version(n) for n in (JOSIE_TOKENS, JOSIE_SETS, JOSIE_POSTINGS, JOSIE_STATE)}
     state = read_state(store, versions[JOSIE_STATE])
     old_tokens = store.read(JOSIE_TOKENS, version=versions[JOSIE_TOKENS])
     old_sets = store.read(JOSIE_SETS, version=versions[JOSIE_SETS])
@@ -170,7 +170,8 @@ def update(spark: SparkSession, store: LakeStore, batch: ChangeBatch, *, n_bucke
                             .select(F.lit(CHANGE_SET).alias("kind"), F.col("set_id").alias("key")))
                .withColumn("index_version", F.lit(version)).withColumn("base_version", F.lit(version - 1)))
     try:
-        return commit_update(store, txn, tokens=tokens_new, sets=sets_new, postings=postings_new, changes=changes,
+        return commit_update(store, base, batch.batch_id, tokens=tokens_new, sets=sets_new, postings=postings_new,
+                             changes=changes,
                              state=state, version=version, next_set_id=next_set_id)
     finally:
         for df in persisted:
@@ -180,20 +181,20 @@ def update(spark: SparkSession, store: LakeStore, batch: ChangeBatch, *, n_bucke
 
 def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str, Any]:
     """The pipeline stage: a full build if there is no index yet, else an incremental update."""
-    store = LakeStore(settings.lake, spark)
+    store = batch_store(settings.lake, spark, batch.batch_id)
     if josie_index.index_exists(store):
-        done = store.committed_version(JOSIE_STATE, APP_ID)
         state = read_state(store)
-        if done is not None and done >= batch.batch_id:
+        if applied_batch(store, JOSIE) >= batch.batch_id:
             return {"mode": "skipped", **state, "rebuild_due": rebuild_due(state, settings)}
-        if batch.empty:
+        if batch.empty:  # nothing to change: record the batch as applied
+            commit(store, JOSIE, begin(store, JOSIE), batch_id=batch.batch_id, kind="empty")
             return {"mode": "empty", **state, "rebuild_due": rebuild_due(state, settings)}
         if use_driver(state, settings):
             result = update_josie_arrow.update(store, batch, n_buckets=settings.index.cells_buckets)
         else:
             result = update(spark, store, batch, n_buckets=settings.index.cells_buckets)
     else:
-        result = josie_index.build(spark, store, txn=(APP_ID, batch.batch_id), last_batch=batch.batch_id)
+        result = josie_index.build(spark, store, batch_id=batch.batch_id)
     result["rebuild_due"] = rebuild_due(result, settings)
     log.info("josie index updated", extra={k: v for k, v in result.items() if k != "mode"})
     return result

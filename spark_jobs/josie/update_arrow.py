@@ -23,12 +23,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.core.identity import table_bucket
-from spark_jobs.josie.build import APP_ID, COLUMN_TOKENS, commit_update, conform_any, input_version, read_state
+from spark_jobs.josie.build import COLUMN_TOKENS, commit_update, conform_any, read_state
 from spark_jobs.josie.tables import (
     CHANGE_SET,
     CHANGE_TOKEN,
     CHANGES_SCHEMA,
     DIRTY_GROUP_BASE,
+    JOSIE,
     JOSIE_POSTINGS,
     JOSIE_SETS,
     JOSIE_STATE,
@@ -38,6 +39,7 @@ from spark_jobs.josie.tables import (
     TOKENS_SCHEMA,
 )
 from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.commit_point import begin
 from spark_jobs.lake.store import LakeStore
 
 _KEY_SHIFT = 32  # (set_id, token_id) pair -> one int64 key; both ids fit in 31 bits (int32 columns)
@@ -45,8 +47,8 @@ _KEY_SHIFT = 32  # (set_id, token_id) pair -> one int64 key; both ids fit in 31 
 
 def update(store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> dict[str, Any]:
     """Apply `batch` to an existing index; commits tokens, sets, postings, changes, then state."""
-    txn = (APP_ID, batch.batch_id)
-    versions = {n: input_version(store, n, *txn) for n in (JOSIE_TOKENS, JOSIE_SETS, JOSIE_POSTINGS, JOSIE_STATE)}
+    base = begin(store, JOSIE)
+    versions = {n: store.version(n) for n in (JOSIE_TOKENS, JOSIE_SETS, JOSIE_POSTINGS, JOSIE_STATE)}
     state = read_state(store, versions[JOSIE_STATE])
     old_sets = conform_any(store.read_arrow(JOSIE_SETS, version=versions[JOSIE_SETS]), JOSIE_SETS)
     touched = pc.fill_null(pc.is_in(old_sets["table_id"], pa.array(list(batch.touched), pa.string())), False)
@@ -88,7 +90,8 @@ def update(store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> dict[str,
         "kind": pa.array([CHANGE_TOKEN] * len(rewrite) + [CHANGE_SET] * len(changed_sets), pa.string()),
         "key": pa.array(np.concatenate([rewrite, changed_sets]), pa.int64()),
     }, schema=CHANGES_SCHEMA)
-    return commit_update(store, txn, tokens=tokens_new, sets=sets_new, postings=postings_new, changes=changes,
+    return commit_update(store, base, batch.batch_id, tokens=tokens_new, sets=sets_new, postings=postings_new,
+                             changes=changes,
                          state=state, version=version, next_set_id=next_set_id)
 
 

@@ -1,8 +1,8 @@
 """Change batches: what a crawl or a manual update asks the index jobs to apply.
 
-A job records the batches it has applied as Delta transaction ids on the tables it writes
-(`app_id` = the job's name, version = batch id), so "what is pending for job X?" is a read of the
-`changes` table and one `transaction_version`, and re-running a batch is a no-op.
+Every stage and index family is a unit with a manifest (`spark_jobs.lake.commit_point`) whose
+`batch_id` says the last batch its committed state includes, so "has stage X applied batch N?" is
+one manifest read, and re-running a batch is a no-op.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import pyarrow.compute as pc
 
-from spark_jobs.lake.bronze import ADD, CHANGES, DELETE
+from spark_jobs.lake.bronze import ADD, BRONZE, CHANGES, DELETE
+from spark_jobs.lake.commit_point import applied_batch
 from spark_jobs.lake.store import LakeStore
 
 
@@ -47,12 +48,7 @@ def load_batch(store: LakeStore, batch_id: int) -> ChangeBatch:
     return ChangeBatch(batch_id, tuple(sorted(added)), tuple(sorted(deleted)))
 
 
-def next_batch_id(store: LakeStore) -> int:
-    ids = batch_ids(store)
-    return (ids[-1] + 1) if ids else 1
-
-
-def pending_batches(store: LakeStore, table: str, app_id: str) -> list[ChangeBatch]:
-    """Batches not yet applied by `app_id` to its output `table`, oldest first."""
-    done = store.committed_version(table, app_id) or 0
-    return [load_batch(store, b) for b in batch_ids(store) if b > done]
+def last_batch_id(store: LakeStore) -> int:
+    """The last batch landed in bronze (0: none). The next one is this plus one, allocated under
+    the lake lock by the landing itself."""
+    return applied_batch(store, BRONZE)

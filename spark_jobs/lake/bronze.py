@@ -6,12 +6,18 @@
   `row` is the 0-based data row, `col` the 1-based column position (index into `headers`), `value`
   the raw cell text (None when missing); tokens are normalized downstream.
 * `changes`: one row per (batch, table): op `ADD` (new or changed: replace whatever was indexed)
-  or `DELETE`. Batches are numbered 1, 2, … and each is committed in one transaction.
+  or `DELETE`. Batches are numbered 1, 2, …
+
+The three tables are one unit (`BRONZE`): a landing writes them and then commits the unit's
+manifest, whose `batch_id` is the last batch landed. So a batch is visible entirely or not at all,
+and the next batch id is allocated from the committed manifest under the lake lock.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
+
+from spark_jobs.lake.commit_point import UnitSpec
 
 DATASETS = "datasets"
 CELLS = "cells"
@@ -49,3 +55,5 @@ CHANGES_SCHEMA = pa.schema([
 ])
 
 ADD, DELETE = "ADD", "DELETE"
+
+BRONZE = UnitSpec("bronze", (DATASETS, CELLS, CHANGES))

@@ -24,7 +24,7 @@ ENV_FAULT = "JUNCTURE_FAULT"
 ENV_MODE = "JUNCTURE_FAULT_MODE"
 
 
-class InjectedFault(RuntimeError):
+class InjectedFault(RuntimeError):  # noqa: N818 - named for what the tests inject
     """Raised by an armed checkpoint in `raise` mode."""
 
     def __init__(self, label: str) -> None:

@@ -16,8 +16,12 @@ Readers never go through delta-rs's pyarrow dataset (it can abort the process at
 DESIGN.md): Spark reads the snapshot's files with `basePath` so Hive-style partition folders come
 back as columns, and `read_arrow` uses pyarrow's own dataset over the same file list.
 
-Idempotent batches: pass `txn=(app_id, version)`; the commit records it and a later call with a
-version not above the recorded one is skipped (Delta's transaction identifiers).
+Committed versions: the tables of a unit (bronze, a stage, an index family) are only meaningful
+together, so readers never read them at their latest version. A store *pins* every table a unit's
+manifest names (`spark_jobs.lake.commit_point`) to the version the manifest commits; reads,
+`exists` and `version` see that version, and a table version written after the manifest (by a
+writer killed before its commit point) is invisible. A write through this store advances the pin
+of the table it writes, so a writer reads its own writes before it commits them.
 """
 
 from __future__ import annotations
@@ -38,12 +42,14 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake import DeltaTable
 from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from catalog.core.errors import LakeError
+from spark_jobs.lake import faults
+from spark_jobs.lake.manifest import ABSENT, MANIFEST_SUFFIX, Manifest, manifest_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -57,7 +63,7 @@ _IN_CHUNK = 5000  # values per IN (...) list in one predicate
 
 @dataclass(frozen=True)
 class CommitResult:
-    """What one write did. `skipped` means the txn was already committed (an idempotent rerun)."""
+    """What one write did. `skipped`: nothing to do (e.g. a delete on a table that does not exist)."""
 
     table: str
     version: int
@@ -103,15 +109,19 @@ class LakeStore:
     """Delta tables under one root (a local path or any URI pyarrow and delta-rs both understand).
 
     `spark` is needed to write or read Spark DataFrames; Arrow reads and writes work without it.
-    `before_commit` is called after the data files are in place and before the commit: the seam the
-    atomicity test uses to kill a writer at the worst moment.
+    `pins` fixes the versions readers see (default: the current manifests of every unit, loaded on
+    first use); `pinned=False` reads every table at its latest version (maintenance and tests).
     """
 
     def __init__(self, root: str, spark: SparkSession | None = None, *, engine: Engine = "auto",
-                 before_commit: Callable[[str], None] | None = None) -> None:
+                 pins: Mapping[str, int] | None = None, pinned: bool = True) -> None:
         self.root = root.rstrip("/")
         self.spark = spark
-        self.before_commit = before_commit
+        # Fixed pins (an explicit snapshot, or none at all when unpinned); else the current manifests,
+        # re-read whenever a manifest changed, plus this store's own begin() and writes on top.
+        self._fixed: dict[str, int] | None = dict(pins) if pins is not None else (None if pinned else {})
+        self._overrides: dict[str, int] = {}
+        self._manifest_cache: dict[str, tuple[int, dict[str, int]]] = {}
         local = "://" not in self.root
         self._fs, self._fs_root = pafs.FileSystem.from_uri(os.path.abspath(self.root) if local else self.root)
         self.engine = self._pick_engine(engine)
@@ -139,16 +149,133 @@ class LakeStore:
         return "/".join([self._fs_root.rstrip("/"), name, *rest])
 
     def exists(self, name: str) -> bool:
+        pin = self.pinned_version(name)
+        if pin is not None:
+            return pin != ABSENT
+        return self.physically_exists(name)
+
+    def physically_exists(self, name: str) -> bool:
+        """Whether a Delta table is on disk, committed by a manifest or not."""
         return DeltaTable.is_deltatable(self.uri(name))
 
     def _table(self, name: str, version: int | None = None) -> DeltaTable:
+        if version is None:
+            pin = self.pinned_version(name)
+            if pin == ABSENT:
+                raise LakeError(name, "no committed version of this table yet")
+            version = pin
         try:
             return DeltaTable(self.uri(name), version=version)
         except TableNotFoundError:
             raise LakeError(name, f"no Delta table at {self.uri(name)}") from None
 
+    def _latest(self, name: str) -> DeltaTable:
+        """The table at its latest version, for a write. A pinned table must be at its pin: a unit's
+        writer rolls back uncommitted versions first (`commit_point.begin`), and this check makes a
+        write that skipped that step fail instead of building on uncommitted data."""
+        table = DeltaTable(self.uri(name))
+        pin = self.pinned_version(name)
+        if pin is not None and pin != table.version():
+            raise LakeError(name, f"table is at version {table.version()} but version {pin} is committed: "
+                                  "its unit's writer must begin() before writing")
+        return table
+
     def version(self, name: str) -> int:
         return self._table(name).version()
+
+    def latest_version(self, name: str) -> int:
+        return DeltaTable(self.uri(name)).version()
+
+    # ------------------------------------------------------------------ pins and manifests
+    def pinned_version(self, name: str) -> int | None:
+        """The version readers of `name` see (ABSENT: none committed), or None for an unpinned table."""
+        return self._load_pins().get(name)
+
+    def pin(self, name: str, version: int) -> None:
+        (self._fixed if self._fixed is not None else self._overrides)[name] = version
+
+    def _advance(self, name: str, version: int) -> None:
+        if name in self._load_pins():
+            self.pin(name, version)
+
+    def _load_pins(self) -> dict[str, int]:
+        if self._fixed is not None:
+            return self._fixed
+        pins: dict[str, int] = {}
+        for unit, version in self._manifest_versions().items():
+            cached = self._manifest_cache.get(unit)
+            if cached is None or cached[0] != version:
+                manifest = self.manifest(unit, version)
+                cached = (version, manifest.pins() if manifest else {})
+                self._manifest_cache[unit] = cached
+            pins.update(cached[1])
+        pins.update(self._overrides)
+        return pins
+
+    def _manifest_versions(self) -> dict[str, int]:
+        """unit -> latest version of its manifest table, from file names alone (a directory listing
+        per unit, no log replay), so a store can check before every read that its pins are current."""
+        out = {}
+        for unit in self.unit_names():
+            log_dir = self._fs_path(manifest_table(unit), "_delta_log")
+            names = [i.base_name for i in self._fs.get_file_info(pafs.FileSelector(log_dir, allow_not_found=True))]
+            versions = [int(n[:20]) for n in names if n.endswith(".json") and n[:20].isdigit()]
+            if versions:
+                out[unit] = max(versions)
+        return out
+
+    def unit_names(self) -> list[str]:
+        """Units with a manifest table in this lake."""
+        try:
+            infos = self._fs.get_file_info(pafs.FileSelector(self._fs_root, allow_not_found=True))
+        except (FileNotFoundError, OSError):
+            return []
+        return sorted(i.base_name[: -len(MANIFEST_SUFFIX)] for i in infos
+                      if i.type == pafs.FileType.Directory and i.base_name.endswith(MANIFEST_SUFFIX))
+
+    def manifests(self) -> list[Manifest]:
+        out = []
+        for unit in self.unit_names():
+            manifest = self.manifest(unit)
+            if manifest is not None:
+                out.append(manifest)
+        return out
+
+    def manifest(self, unit: str, version: int | None = None) -> Manifest | None:
+        """A unit's manifest (current, or at a version of its manifest table); None if it has none."""
+        name = manifest_table(unit)
+        if not DeltaTable.is_deltatable(self.uri(name)):
+            return None
+        rows = self._read_table(DeltaTable(self.uri(name), version=version), name, None).to_pylist()
+        return Manifest.from_row(rows[0]) if rows else None
+
+    def with_pins(self, pins: Mapping[str, int]) -> LakeStore:
+        """Another store on the same lake whose readers see `pins` (e.g. the state after a batch)."""
+        store = LakeStore(self.root, self.spark, pins=pins)
+        store.engine = self.engine
+        return store
+
+    def restore(self, name: str, version: int) -> CommitResult:
+        """Roll `name` back to `version` (a new commit whose content is that version's)."""
+        faults.checkpoint(f"restore:{name}")
+        table = DeltaTable(self.uri(name))
+        table.restore(version)
+        new_version = table.version()
+        self._advance(name, new_version)
+        log.info("lake rollback", extra={"table": name, "to_version": version, "version": new_version})
+        return CommitResult(name, new_version)
+
+    def drop(self, name: str) -> None:
+        """Remove a table that no manifest ever committed. Log entries go newest first, so a drop
+        killed half-way leaves an older, still valid table that the next drop removes."""
+        faults.checkpoint(f"restore:{name}")
+        log_dir = self._fs_path(name, "_delta_log")
+        entries = [i for i in self._fs.get_file_info(pafs.FileSelector(log_dir, allow_not_found=True))
+                   if i.type == pafs.FileType.File]
+        for info in sorted(entries, key=lambda i: i.base_name, reverse=True):
+            self._fs.delete_file(info.path)
+        self._fs.delete_dir(self._fs_path(name))
+        log.info("lake table dropped", extra={"table": name})
 
     def history(self, name: str, limit: int | None = None) -> list[dict[str, Any]]:
         return self._table(name).history(limit)
@@ -158,12 +285,6 @@ class LakeStore:
 
     def arrow_schema(self, name: str) -> pa.Schema:
         return pa.schema(self._table(name).schema().to_arrow())  # type: ignore[arg-type]
-
-    def committed_version(self, name: str, app_id: str) -> int | None:
-        """The last batch version `app_id` committed to `name` (None if never)."""
-        if not self.exists(name):
-            return None
-        return self._table(name).transaction_version(app_id)
 
     # ------------------------------------------------------------------ reads
     def read(self, name: str, *, columns: Sequence[str] | None = None,
@@ -192,7 +313,10 @@ class LakeStore:
     def read_arrow(self, name: str, *, columns: Sequence[str] | None = None,
                    where: Mapping[str, Sequence[Any]] | None = None, version: int | None = None) -> pa.Table:
         """The snapshot as an Arrow table, without Spark (for small tables and non-Spark callers)."""
-        table = self._table(name, version)
+        return self._read_table(self._table(name, version), name, where, columns)
+
+    def _read_table(self, table: DeltaTable, name: str, where: Mapping[str, Sequence[Any]] | None,
+                    columns: Sequence[str] | None = None) -> pa.Table:
         schema = pa.schema(table.schema().to_arrow())  # type: ignore[arg-type]
         files = self._files(table, where)
         if not files:
@@ -221,75 +345,59 @@ class LakeStore:
         return pafs.FileSystem.from_uri(uri)[1]
 
     # ------------------------------------------------------------------ writes
-    def append(self, name: str, data: Any, *, partition_by: Sequence[str] = (),
-               txn: tuple[str, int] | None = None) -> CommitResult:
+    def append(self, name: str, data: Any, *, partition_by: Sequence[str] = ()) -> CommitResult:
         """Add rows; creates the table (with `partition_by`) if it does not exist."""
-        return self._write(name, data, mode="append", partition_by=partition_by, txn=txn)
+        return self._write(name, data, mode="append", partition_by=partition_by)
 
-    def overwrite(self, name: str, data: Any, *, partition_by: Sequence[str] = (),
-                  txn: tuple[str, int] | None = None) -> CommitResult:
+    def overwrite(self, name: str, data: Any, *, partition_by: Sequence[str] = ()) -> CommitResult:
         """Replace the whole table's content in one commit (its history is kept)."""
-        return self._write(name, data, mode="overwrite", partition_by=partition_by, txn=txn)
+        return self._write(name, data, mode="overwrite", partition_by=partition_by)
 
     def overwrite_where(self, name: str, data: Any, *, column: str, values: Sequence[Any],
-                        partitions: Mapping[str, Sequence[Any]] | None = None, partition_by: Sequence[str] = (),
-                        txn: tuple[str, int] | None = None) -> CommitResult:
+                        partitions: Mapping[str, Sequence[Any]] | None = None,
+                        partition_by: Sequence[str] = ()) -> CommitResult:
         """Replace every row whose `column` is in `values` by `data`, atomically (e.g. the cells of
         the tables of one batch). Rows of `data` should themselves carry one of `values`.
         `partitions` names the partition values those rows can live in (e.g. their table buckets),
         so that only those partitions are rewritten."""
         if not self.exists(name):
-            return self.append(name, data, partition_by=partition_by, txn=txn)
+            return self.append(name, data, partition_by=partition_by)
         if self.engine == "delta-spark":
-            return self._spark_replace(name, data, predicate=in_predicate(column, list(values)), txn=txn)
+            return self._spark_replace(name, data, predicate=in_predicate(column, list(values)))
         return self._replace(name, data, keep=lambda old: _without_values(old, column, values),
-                             where={column: list(values), **(partitions or {})}, txn=txn)
+                             where={column: list(values), **(partitions or {})})
 
-    def merge(self, name: str, data: Any, *, keys: Sequence[str], partition_by: Sequence[str] = (),
-              txn: tuple[str, int] | None = None) -> CommitResult:
+    def merge(self, name: str, data: Any, *, keys: Sequence[str], partition_by: Sequence[str] = ()) -> CommitResult:
         """Upsert by `keys`: rows of `data` replace rows with equal keys, the rest are inserted."""
         if not keys:
             raise LakeError(name, "merge needs at least one key column")
         if not self.exists(name):
-            return self.append(name, data, partition_by=partition_by, txn=txn)
+            return self.append(name, data, partition_by=partition_by)
         if self.engine == "delta-spark":
-            return self._spark_merge(name, data, keys, txn)
+            return self._spark_merge(name, data, keys)
         where = {keys[0]: _distinct_values(data, keys[0])} if len(keys) == 1 else None
-        return self._replace(name, data, keep=lambda old: _without_keys(old, data, keys), where=where, txn=txn)
+        return self._replace(name, data, keep=lambda old: _without_keys(old, data, keys), where=where)
 
     def delete_where(self, name: str, *, column: str, values: Sequence[Any],
-                     partitions: Mapping[str, Sequence[Any]] | None = None,
-                     txn: tuple[str, int] | None = None) -> CommitResult:
+                     partitions: Mapping[str, Sequence[Any]] | None = None) -> CommitResult:
         """Delete every row whose `column` is in `values`, in one commit (`partitions` as in
         `overwrite_where`: where those rows can live, to skip reading the other files)."""
         if not self.exists(name):
             return CommitResult(name, -1, skipped=True)
-        if self._already(name, txn):
-            return CommitResult(name, self.version(name), skipped=True)
-        table = self._table(name)
+        table = self._latest(name)
         predicate = f"({in_predicate(column, list(values))})"
         for part_col, part_values in (partitions or {}).items():
             predicate = f"({in_predicate(part_col, list(part_values))}) AND {predicate}"
-        metrics = table.delete(predicate, commit_properties=_commit_props(txn))
+        faults.checkpoint(f"commit:{name}")
+        metrics = table.delete(predicate)
+        self._advance(name, table.version())
         return CommitResult(name, table.version(), n_files_added=int(metrics.get("num_added_files", 0)),
                             n_files_removed=int(metrics.get("num_removed_files", 0)))
 
     # ------------------------------------------------------------------ delta-rs machinery
-    def _already(self, name: str, txn: tuple[str, int] | None) -> bool:
-        if txn is None or not self.exists(name):
-            return False
-        done = self.committed_version(name, txn[0])
-        if done is not None and done >= txn[1]:
-            log.info("batch already committed", extra={"table": name, "app_id": txn[0], "txn_version": txn[1]})
-            return True
-        return False
-
-    def _write(self, name: str, data: Any, *, mode: str, partition_by: Sequence[str],
-               txn: tuple[str, int] | None) -> CommitResult:
-        if self._already(name, txn):
-            return CommitResult(name, self.version(name), skipped=True)
+    def _write(self, name: str, data: Any, *, mode: str, partition_by: Sequence[str]) -> CommitResult:
         if self.engine == "delta-spark":
-            return self._spark_write(name, data, mode=mode, partition_by=partition_by, txn=txn)
+            return self._spark_write(name, data, mode=mode, partition_by=partition_by)
         exists = self.exists(name)
         parts = self.partition_columns(name) if exists else list(partition_by)
         if exists and partition_by and list(partition_by) != parts:
@@ -298,15 +406,13 @@ class LakeStore:
         if exists:
             self._check_schema(name, schema)
         adds, n_rows = self._stage_files(name, data, parts)
-        removes = self._removes(_add_actions(self._table(name))) if exists and mode == "overwrite" else []
-        return self._commit(name, adds, removes, schema, parts, txn, n_rows, create=not exists)
+        removes = self._removes(_add_actions(self._latest(name))) if exists and mode == "overwrite" else []
+        return self._commit(name, adds, removes, schema, parts, n_rows, create=not exists)
 
     def _replace(self, name: str, data: Any, *, keep: Callable[[Any], Any],
-                 where: Mapping[str, Sequence[Any]] | None, txn: tuple[str, int] | None) -> CommitResult:
+                 where: Mapping[str, Sequence[Any]] | None) -> CommitResult:
         """Rewrite the files that may hold rows to drop: keep their other rows, add `data`."""
-        if self._already(name, txn):
-            return CommitResult(name, self.version(name), skipped=True)
-        table = self._table(name)
+        table = self._latest(name)
         parts = list(table.metadata().partition_columns)
         schema = _arrow_schema_of(data)
         self._check_schema(name, schema)
@@ -319,7 +425,7 @@ class LakeStore:
             kept = keep(self._read_arrow_uris(name, affected_uris))
             combined = pa.concat_tables([kept.select(data.column_names).cast(data.schema), data])
         adds, n_rows = self._stage_files(name, combined, parts)
-        return self._commit(name, adds, self._removes(affected), schema, parts, txn, n_rows, create=False)
+        return self._commit(name, adds, self._removes(affected), schema, parts, n_rows, create=False)
 
     def _affected_actions(self, table: DeltaTable, where: Mapping[str, Sequence[Any]] | None) -> Any:
         """Add actions of the files that may contain rows matching `where` (partition pruning)."""
@@ -393,18 +499,16 @@ class LakeStore:
         return adds, n_rows
 
     def _commit(self, name: str, adds: list[AddAction], removes: list[RemoveAction], schema: pa.Schema,
-                parts: list[str], txn: tuple[str, int] | None, n_rows: int, *, create: bool) -> CommitResult:
-        if self.before_commit is not None:
-            self.before_commit(name)
-        props = _commit_props(txn)
+                parts: list[str], n_rows: int, *, create: bool) -> CommitResult:
+        faults.checkpoint(f"commit:{name}")
         delta_schema = DeltaSchema.from_arrow(schema)  # type: ignore[arg-type]
         if create:
-            create_table_with_add_actions(self.uri(name), delta_schema, adds, mode="error", partition_by=parts or None,
-                                          commit_properties=props)
+            create_table_with_add_actions(self.uri(name), delta_schema, adds, mode="error", partition_by=parts or None)
         else:
-            self._table(name).create_write_transaction([*removes, *adds], mode="append", schema=delta_schema,
-                                                       partition_by=parts or None, commit_properties=props)
-        version = self.version(name)
+            self._latest(name).create_write_transaction([*removes, *adds], mode="append", schema=delta_schema,
+                                                        partition_by=parts or None)
+        version = self.latest_version(name)
+        self._advance(name, version)
         log.info("lake commit", extra={"table": name, "version": version, "n_files_added": len(adds),
                                         "n_files_removed": len(removes), "n_rows_written": n_rows})
         return CommitResult(name, version, len(adds), len(removes), n_rows)
@@ -421,35 +525,34 @@ class LakeStore:
         return self.spark
 
     # ------------------------------------------------------------------ delta-spark engine
-    def _spark_write(self, name: str, data: Any, *, mode: str, partition_by: Sequence[str],
-                     txn: tuple[str, int] | None) -> CommitResult:
+    def _spark_write(self, name: str, data: Any, *, mode: str, partition_by: Sequence[str]) -> CommitResult:
         df = self._as_spark(data)
         writer = df.write.format("delta").mode(mode)
         if partition_by:
             writer = writer.partitionBy(*partition_by)
-        if txn:
-            writer = writer.option("txnAppId", txn[0]).option("txnVersion", txn[1])
+        faults.checkpoint(f"commit:{name}")
         writer.save(self.uri(name))
-        return CommitResult(name, self.version(name))
+        return self._spark_done(name)
 
-    def _spark_replace(self, name: str, data: Any, *, predicate: str, txn: tuple[str, int] | None) -> CommitResult:
-        if self._already(name, txn):
-            return CommitResult(name, self.version(name), skipped=True)
+    def _spark_replace(self, name: str, data: Any, *, predicate: str) -> CommitResult:
         writer = self._as_spark(data).write.format("delta").mode("overwrite").option("replaceWhere", predicate)
-        if txn:
-            writer = writer.option("txnAppId", txn[0]).option("txnVersion", txn[1])
+        faults.checkpoint(f"commit:{name}")
         writer.save(self.uri(name))
-        return CommitResult(name, self.version(name))
+        return self._spark_done(name)
 
-    def _spark_merge(self, name: str, data: Any, keys: Sequence[str], txn: tuple[str, int] | None) -> CommitResult:
+    def _spark_done(self, name: str) -> CommitResult:
+        version = self.latest_version(name)
+        self._advance(name, version)
+        return CommitResult(name, version)
+
+    def _spark_merge(self, name: str, data: Any, keys: Sequence[str]) -> CommitResult:
         from delta.tables import DeltaTable as SparkDeltaTable
 
-        if self._already(name, txn):
-            return CommitResult(name, self.version(name), skipped=True)
+        faults.checkpoint(f"commit:{name}")
         cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
         (SparkDeltaTable.forPath(self._need_spark("merge"), self.uri(name)).alias("t")
          .merge(self._as_spark(data).alias("s"), cond).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
-        return CommitResult(name, self.version(name))
+        return self._spark_done(name)
 
     def _as_spark(self, data: Any) -> DataFrame:
         return data if _is_spark(data) else self._need_spark("write").createDataFrame(data)
@@ -564,8 +667,3 @@ def _file_stats(meta: pq.FileMetaData) -> dict[str, Any]:
             stats["nullCount"][field.name] = nulls
     return stats
 
-
-def _commit_props(txn: tuple[str, int] | None) -> CommitProperties | None:
-    if txn is None:
-        return None
-    return CommitProperties(app_transactions=[Transaction(app_id=txn[0], version=txn[1])])

@@ -1,9 +1,10 @@
 """The index pipeline for change batches, in-process: what `juncture index` runs and what the
 `lake_index` DAG runs task by task.
 
-Stages run in order for each pending batch; each stage is idempotent for a batch (it records the
-batch as a Delta transaction id or a publish run), so a pipeline killed anywhere is completed by
-simply running it again. A batch is pending until `publish_catalog` has committed it.
+Stages run in order for each pending batch; each stage is idempotent for a batch (its unit's
+manifest records the last batch it applied; the publish records a run in the catalog), so a
+pipeline killed anywhere is completed by simply running it again. A batch is pending until the
+publish has committed it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from spark_jobs.profile import keys as detect_keys
 from spark_jobs.profile import profiles as profile_columns
 from spark_jobs.profile import tokens as column_tokens
 from spark_jobs.publish import catalog as publish_catalog
-from spark_jobs.relate import unionable as relate_unionable
+from spark_jobs.relate import stage as relate
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -32,13 +33,13 @@ log = logging.getLogger(__name__)
 
 Stage = Callable[["SparkSession | None", Settings, ChangeBatch], Any]
 
-# (name, job) in execution order; each later issue adds its job here (profile, keys, josie, relate…).
+# (name, job) in execution order.
 STAGES: list[tuple[str, Stage]] = [
     ("tokens", column_tokens.run),
     ("profile", profile_columns.run),
     ("keys", detect_keys.run),
     ("josie", update_josie.run),
-    ("relate", relate_unionable.relate_batch),
+    ("relate", relate.run),
     ("publish", publish_catalog.run),
 ]
 

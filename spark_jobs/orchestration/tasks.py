@@ -5,8 +5,8 @@ and runs the same code `juncture crawl/index/rebuild` runs. Every function:
 
 * finds the settings with `current_settings()` (the in-process runner binds them; a scheduler's
   worker loads them from the environment and `juncture.toml`),
-* takes the lake lock while it writes lake tables (two DAG runs never write the lake at once; a
-  second writer waits `settings.airflow.lock_wait_s`, then fails with a message naming the holder),
+* takes the lake lock while it writes lake tables (`spark_jobs.lake.lock`, the same lock the CLI
+  takes: a second writer waits `settings.lock_wait_s`, then fails with a message naming the holder),
 * returns batch ids or small counts — never rows — because the result goes to XCom,
 * is idempotent: a task re-run after success finds its batch already applied and changes nothing.
 """
@@ -14,20 +14,16 @@ and runs the same code `juncture crawl/index/rebuild` runs. Every function:
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-import fcntl
 import json
 import logging
-import os
-import socket
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from catalog.core.errors import LakeError, UserError
+from catalog.core.errors import UserError
 from catalog.core.logs import log_context
 from catalog.core.settings import Settings, load_settings
+from spark_jobs.lake.lock import LakeBusyError, lake_lock
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,10 +32,9 @@ log = logging.getLogger(__name__)
 
 _BOUND: list[Settings] = []
 JOSIE_STATE = "josie_state"
-
-
-class LakeBusyError(LakeError):
-    """Another task holds the lake lock (a second writer would corrupt nothing, but must wait)."""
+# The steps of `lake_rebuild`, in order (`spark_jobs.orchestration.rebuild.STEPS`, named here so
+# the DAG file does not import the jobs at parse time; a test checks the two agree).
+REBUILD_STEP_NAMES = ("catch_up", "rebuild_groups", "relate_all", "publish_all")
 
 
 class SourceUnavailableError(UserError):
@@ -67,46 +62,6 @@ def spark_for(settings: Settings, app: str) -> SparkSession:
     return get_spark(settings, app)
 
 
-# ---------------------------------------------------------------------------------------- the lock
-def lock_path(settings: Settings) -> Path:
-    """The lake lock file: beside the lake when it is a local folder, else under the home."""
-    base = Path(settings.lake) if "://" not in settings.lake else Path(settings.home)
-    return base / "_juncture.lock"
-
-
-@contextlib.contextmanager
-def lake_lock(settings: Settings, owner: str, *, wait_s: float | None = None) -> Iterator[None]:
-    """Hold the lake-level write lock for the block (an OS file lock: released if the holder dies)."""
-    path = lock_path(settings)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    wait_s = settings.airflow.lock_wait_s if wait_s is None else wait_s
-    deadline = time.monotonic() + wait_s
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "unknown"
-                    raise LakeBusyError(settings.lake, f"locked by another writer ({holder}); {owner} waited "
-                                        f"{wait_s:.0f}s and gives up (it will retry)") from None
-                time.sleep(0.5)
-        info = json.dumps({"owner": owner, "pid": os.getpid(), "host": socket.gethostname(),
-                           "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, info.encode(), 0)
-        log.info("lake lock taken", extra={"owner": owner})
-        try:
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
 # ---------------------------------------------------------------------------------------- lake_crawl
 def source_names(settings: Settings | None = None) -> list[str]:
     settings = settings or current_settings()
@@ -119,7 +74,7 @@ def crawl_source(name: str, *, settings: Settings | None = None) -> int | None:
 
     settings = settings or current_settings()
     settings.source(name)  # an unknown name fails here, with the known ones listed
-    with log_context(source=name), lake_lock(settings, f"lake_crawl:{name}"):
+    with log_context(source=name):  # the crawl locks the lake for its landing only, not its downloads
         report = run_crawl(settings, source_name=name)
     if report.failed:
         log.warning("crawl had failures", extra={"source": name, "failed": report.failed,
@@ -142,8 +97,7 @@ def land_manual(add: Sequence[str], delete: Sequence[str]) -> int | None:
     from spark_jobs.lake.store import LakeStore
 
     settings = current_settings()
-    with lake_lock(settings, "lake_index:land_manual"):
-        batch = land_update(settings, LakeStore(settings.lake), add=list(add), delete=list(delete))
+    batch = land_update(settings, LakeStore(settings.lake), add=list(add), delete=list(delete))  # locks itself
     return batch.batch_id or None
 
 
@@ -220,38 +174,14 @@ def rebuild_needed() -> bool:
 
 
 # ---------------------------------------------------------------------------------------- lake_rebuild
-def _rebuild_groups(spark: SparkSession, settings: Settings) -> Any:
-    from spark_jobs.josie import rebuild as rebuild_josie
-
-    return rebuild_josie.run(spark, settings)
-
-
-def _relate_all(spark: SparkSession, settings: Settings) -> Any:
-    """Full re-relate: every joinable and unionable list recomputed from the lake as it is."""
-    from spark_jobs.relate import unionable as relate_unionable
-
-    return relate_unionable.relate_all(spark, settings)
-
-
-def _publish_all(spark: SparkSession, settings: Settings) -> Any:
-    from spark_jobs.josie.publish import publish_current
-
-    return publish_current(settings, spark, relations=True)
-
-
-# Steps of lake_rebuild, in order; each `fn(spark, settings) -> counts` and idempotent.
-REBUILD_STEPS = {"rebuild_groups": _rebuild_groups, "relate_all": _relate_all, "publish_all": _publish_all}
-
-
 def rebuild_step(step: str) -> dict[str, Any]:
-    """Run one step of the rebuild under the lake lock."""
+    """Run one step of the rebuild (`spark_jobs.orchestration.rebuild`) under the lake lock."""
+    from spark_jobs.orchestration.rebuild import run_step
+
     settings = current_settings()
     spark = spark_for(settings, f"juncture.{step}")
     with log_context(step=step), lake_lock(settings, f"lake_rebuild:{step}"):
-        t0 = time.perf_counter()
-        out = _small(REBUILD_STEPS[step](spark, settings))
-    log.info("rebuild step done", extra={"step": step, "seconds": round(time.perf_counter() - t0, 3)})
-    return out or {}
+        return _small(run_step(spark, settings, step)) or {}
 
 
 # ---------------------------------------------------------------------------------------- settings files
@@ -269,7 +199,7 @@ def settings_toml(settings: Settings, **spark_overrides: str) -> str:
         return json.dumps(str(v))
 
     top = {"home": str(settings.home), "lake": settings.lake, "catalog_url": settings.catalog_url,
-           "log_format": settings.log_format}
+           "log_format": settings.log_format, "lock_wait_s": settings.lock_wait_s}
     lines = [f"{k} = {value(v)}" for k, v in top.items()]
     for section in ("spark", "crawl", "index", "airflow"):
         obj = getattr(settings, section)
@@ -283,7 +213,8 @@ def settings_toml(settings: Settings, **spark_overrides: str) -> str:
 
 
 __all__ = [
-    "LakeBusyError", "bind_settings", "crawl_source", "current_settings", "josie_dirty_share", "lake_lock",
+    "REBUILD_STEP_NAMES", "LakeBusyError", "bind_settings", "crawl_source", "current_settings", "josie_dirty_share",
+    "lake_lock",
     "land_manual", "pending_batch_ids", "rebuild_needed", "rebuild_step", "run_stage", "settings_toml",
     "source_names", "stage_names",
 ]

@@ -40,6 +40,7 @@ from catalog.core.identity import table_bucket
 from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import CELLS
+from spark_jobs.lake.commit_point import UnitSpec, applied_batch, batch_store, begin, commit
 from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.store import CommitResult, LakeStore
 from spark_jobs.profile.profiles import COLUMN_PROFILES, DRIVER_MAX_CELLS
@@ -51,7 +52,7 @@ log = logging.getLogger(__name__)
 
 KEYS = "keys"
 KEY_SEARCHES = "key_searches"
-APP_ID = "detect_keys"
+KEYS_UNIT = UnitSpec("keys", (KEYS, KEY_SEARCHES))
 NEAR_UNIQUE_MIN = 0.99
 MAX_COLUMNS = 3
 MAX_WORK = 200_000_000  # row visits per table before the search is cut short
@@ -313,11 +314,10 @@ def detect(spark: SparkSession, store: LakeStore, settings: Settings, batch: Cha
 
 def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str, CommitResult]:
     """Replace the keys (and key searches) of the batch's touched tables by those of its added tables."""
-    store = LakeStore(settings.lake, spark)
-    txn = (APP_ID, batch.batch_id)
-    done = [store.committed_version(name, APP_ID) for name in (KEYS, KEY_SEARCHES)]
-    if all(d is not None and d >= batch.batch_id for d in done):
+    store = batch_store(settings.lake, spark, batch.batch_id)
+    if applied_batch(store, KEYS_UNIT) >= batch.batch_id:  # an idempotent rerun
         return {name: CommitResult(name, store.version(name), skipped=True) for name in (KEYS, KEY_SEARCHES)}
+    base = begin(store, KEYS_UNIT)
     buckets = sorted({table_bucket(t, settings.index.cells_buckets) for t in batch.touched})
     keys, searches = detect(spark, store, settings, batch)
     log.info("keys detected", extra={"n_tables": searches.num_rows, "n_keys": keys.num_rows,
@@ -325,7 +325,8 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str
     out = {}
     for name, data in ((KEYS, keys), (KEY_SEARCHES, searches)):
         out[name] = store.overwrite_where(name, data, column="table_id", values=list(batch.touched),
-                                          partitions={"bucket": buckets}, partition_by=["bucket"], txn=txn)
+                                          partitions={"bucket": buckets}, partition_by=["bucket"])
+    commit(store, KEYS_UNIT, base, batch_id=batch.batch_id, kind="update")
     return out
 
 

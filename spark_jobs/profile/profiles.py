@@ -52,6 +52,7 @@ from catalog.core.identity import normalize_token, table_bucket
 from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import CELLS, DATASETS
+from spark_jobs.lake.commit_point import UnitSpec, applied_batch, batch_store, begin, commit
 from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.store import CommitResult, LakeStore
 from spark_jobs.profile.tokens import COLUMN_TOKENS, normalized_token
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 COLUMN_PROFILES = "column_profiles"
-APP_ID = "profile_columns"
+PROFILES = UnitSpec("profiles", (COLUMN_PROFILES,))
 
 TYPE_SHARE_MIN = 0.9
 CATEGORICAL_MAX_DISTINCT = 50
@@ -522,16 +523,17 @@ def _token_counts(store: LakeStore, batch: ChangeBatch, buckets: list[int]) -> d
 
 def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> CommitResult:
     """Replace the profiles of the batch's touched tables by those of its added tables."""
-    store = LakeStore(settings.lake, spark)
-    done = store.committed_version(COLUMN_PROFILES, APP_ID)
-    if done is not None and done >= batch.batch_id:  # an idempotent rerun: skip the Spark work too
+    store = batch_store(settings.lake, spark, batch.batch_id)
+    if applied_batch(store, PROFILES) >= batch.batch_id:  # an idempotent rerun: skip the Spark work too
         return CommitResult(COLUMN_PROFILES, store.version(COLUMN_PROFILES), skipped=True)
+    base = begin(store, PROFILES)
     buckets = sorted({table_bucket(t, settings.index.cells_buckets) for t in batch.touched})
     result = profiles(spark, store, settings, batch)
     log.info("columns profiled", extra={"n_tables": len(batch.added), "n_columns": result.num_rows})
-    return store.overwrite_where(COLUMN_PROFILES, result, column="table_id", values=list(batch.touched),
-                                 partitions={"bucket": buckets}, partition_by=["bucket"],
-                                 txn=(APP_ID, batch.batch_id))
+    out = store.overwrite_where(COLUMN_PROFILES, result, column="table_id", values=list(batch.touched),
+                                partitions={"bucket": buckets}, partition_by=["bucket"])
+    commit(store, PROFILES, base, batch_id=batch.batch_id, kind="update")
+    return out
 
 
 def top_values_json(row: dict[str, Any]) -> list[list[Any]]:

@@ -20,8 +20,9 @@ from catalog.core.identity import NULL_LIKES, normalize_token
 from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import CELLS, DATASETS
+from spark_jobs.lake.commit_point import UnitSpec, applied_batch, batch_store, begin, commit
 from spark_jobs.lake.job_main import batch_job_main
-from spark_jobs.lake.store import CommitResult, LakeStore
+from spark_jobs.lake.store import CommitResult
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 COLUMN_TOKENS = "column_tokens"
-APP_ID = "column_tokens"
+TOKENS = UnitSpec("tokens", (COLUMN_TOKENS,))
 _PY_WHITESPACE = "[\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f ]+"
 
 
@@ -79,7 +80,10 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> CommitRe
     """Replace the tokens of the batch's touched tables by those of its added tables."""
     from catalog.core.identity import table_bucket
 
-    store = LakeStore(settings.lake, spark)
+    store = batch_store(settings.lake, spark, batch.batch_id)
+    if applied_batch(store, TOKENS) >= batch.batch_id:  # an idempotent rerun
+        return CommitResult(COLUMN_TOKENS, store.version(COLUMN_TOKENS), skipped=True)
+    base = begin(store, TOKENS)
     buckets = sorted({table_bucket(t, settings.index.cells_buckets) for t in batch.touched})
     cells = store.read(CELLS, where={"bucket": buckets, "table_id": list(batch.added)}) if batch.added else None
     datasets = store.read(DATASETS, where={"table_id": list(batch.added)}) if batch.added else None
@@ -89,9 +93,10 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> CommitRe
         result = spark.createDataFrame([], from_arrow_schema(TOKENS_SCHEMA))
     else:
         result = column_tokens(cells, datasets)
-    return store.overwrite_where(COLUMN_TOKENS, result, column="table_id", values=list(batch.touched),
-                                 partitions={"bucket": buckets}, partition_by=["bucket"],
-                                 txn=(APP_ID, batch.batch_id))
+    out = store.overwrite_where(COLUMN_TOKENS, result, column="table_id", values=list(batch.touched),
+                                partitions={"bucket": buckets}, partition_by=["bucket"])
+    commit(store, TOKENS, base, batch_id=batch.batch_id, kind="update")
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,5 +1,9 @@
 """Publish a change batch from the lake into the catalog database, in one transaction.
 
+The lake is read as it was right after the batch (`commit_point.at_batch`): every unit at the
+manifest that includes this batch and no later one. So a batch published late, after later batches
+or a rebuild were applied in the lake, still publishes its own committed state.
+
 Each concept contributes a *publisher*: a function `(session, store, batch) -> counts` that removes
 what the batch's touched tables had in the catalog and inserts their new state. They all run inside
 one database transaction together with the `publish_runs` row, so a reader sees the whole batch or
@@ -27,8 +31,10 @@ from catalog.core.settings import Settings
 from catalog.db.engine import open_catalog, session_scope
 from catalog.db.models import CatalogColumn, CatalogTable, PublishRun
 from spark_jobs.josie.publish import publish_josie
+from spark_jobs.lake import faults
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
+from spark_jobs.lake.commit_point import at_batch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.publish.profiles import publish_keys, publish_profiles
 from spark_jobs.publish.relations import publish_joinable, publish_unionable
@@ -77,7 +83,7 @@ PUBLISHERS: list[Publisher] = [publish_tables, publish_profiles, publish_keys, p
 def run(spark: SparkSession | None, settings: Settings, batch: ChangeBatch,
         publishers: Sequence[Publisher] | None = None) -> dict[str, Any]:
     """Publish `batch`; returns the counts, or `{"skipped": True}` if it was already published."""
-    store = LakeStore(settings.lake, spark)
+    store = at_batch(LakeStore(settings.lake, spark), batch.batch_id)
     engine = open_catalog(settings.catalog_url)
     run_id = f"{APP_ID}-{batch.batch_id}"
     with log_context(batch_id=batch.batch_id), session_scope(engine) as session:
@@ -94,6 +100,7 @@ def run(spark: SparkSession | None, settings: Settings, batch: ChangeBatch,
         session.merge(PublishRun(run_id=run_id, batch_id=str(batch.batch_id), kind="batch", status="committed",
                                  started_at=started, finished_at=dt.datetime.now(dt.UTC), counts=counts,
                                  index_version=batch.batch_id))
+        faults.checkpoint("publish:batch")
         log.info("batch published", extra=counts)
     return counts
 

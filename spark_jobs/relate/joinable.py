@@ -35,14 +35,12 @@ which the catalog publisher reads to replace exactly those lists.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
-from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile.tokens import COLUMN_TOKENS
 
@@ -54,7 +52,6 @@ log = logging.getLogger(__name__)
 JOINABLE = "joinable"
 JOINABLE_CHANGES = "joinable_changes"
 KEYS = "keys"  # silver keys (profiling issue); optional
-APP_ID = "relate_joinable"
 METHOD = "overlap-groups"
 
 JOINABLE_SCHEMA = pa.schema([
@@ -180,14 +177,12 @@ def affected_columns(tokens: DataFrame, old: DataFrame | None, batch: ChangeBatc
     return new_cols.unionByName(sharing).unionByName(naming).unionByName(inexact).unionByName(gone).distinct()
 
 
-def run(spark: SparkSession, settings: Settings, batch: ChangeBatch, *, full: bool = False) -> dict[str, Any]:
-    """Update gold `joinable` for `batch` (or recompute every list with `full`)."""
+def update(spark: SparkSession, store: LakeStore, settings: Settings, batch: ChangeBatch, *,
+           full: bool = False) -> dict[str, Any]:
+    """Update gold `joinable` for `batch` (or recompute every list with `full`). Part of the relate
+    unit: `spark_jobs.relate.stage` begins and commits it."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    store = LakeStore(settings.lake, spark)
-    txn = (APP_ID, batch.batch_id)
-    if (store.committed_version(JOINABLE, APP_ID) or 0) >= batch.batch_id:
-        return {"skipped": True}
     if not store.exists(COLUMN_TOKENS):
         tokens = spark.createDataFrame([], "table_id string, column_id string, token string, n long")
     else:
@@ -195,13 +190,12 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch, *, full: bo
     old = store.read(JOINABLE) if store.exists(JOINABLE) and not full else None
 
     # 1. the affected columns, recorded first: the publisher replaces exactly these lists
-    if (store.committed_version(JOINABLE_CHANGES, APP_ID) or 0) < batch.batch_id:
-        affected = affected_columns(tokens, old, batch).select(
-            F.lit(batch.batch_id).cast("long").alias("batch_id"), "column_id", "table_id")
-        if full and store.exists(JOINABLE):  # a full run replaces every list, including vanished ones
-            affected = affected.unionByName(store.read(JOINABLE).select(
-                F.lit(batch.batch_id).cast("long").alias("batch_id"), "column_id", "table_id")).distinct()
-        store.append(JOINABLE_CHANGES, affected, txn=txn)
+    affected = affected_columns(tokens, old, batch).select(
+        F.lit(batch.batch_id).cast("long").alias("batch_id"), "column_id", "table_id")
+    if full and store.exists(JOINABLE):  # a full run replaces every list, including vanished ones
+        affected = affected.unionByName(store.read(JOINABLE).select(
+            F.lit(batch.batch_id).cast("long").alias("batch_id"), "column_id", "table_id")).distinct()
+    store.append(JOINABLE_CHANGES, affected)
     left = store.read(JOINABLE_CHANGES, columns=["batch_id", "column_id"], where={"batch_id": [batch.batch_id]})
     left = left.select("column_id").distinct().cache()
     n_affected = left.count()
@@ -214,16 +208,8 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch, *, full: bo
         kept = old.join(F.broadcast(left), "column_id", "left_anti").where(
             ~F.col("table_id").isin(list(batch.touched)))
         fresh = kept.select(*JOINABLE_SCHEMA.names).unionByName(fresh)
-    result = store.overwrite(JOINABLE, fresh.select(*JOINABLE_SCHEMA.names), txn=txn)
+    result = store.overwrite(JOINABLE, fresh.select(*JOINABLE_SCHEMA.names))
     left.unpersist()
     counts = {"n_joinable_affected": n_affected, "n_joinable_rows": result.n_rows_written}
     log.info("joinable lists updated", extra=counts)
     return counts
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return batch_job_main("relate_joinable", run, argv, full_flag=True)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

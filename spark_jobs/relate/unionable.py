@@ -36,7 +36,6 @@ import pyarrow as pa
 from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
-from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile.tokens import COLUMN_TOKENS
 from spark_jobs.relate.joinable import JOINABLE, JOINABLE_CHANGES
@@ -50,7 +49,6 @@ log = logging.getLogger(__name__)
 UNIONABLE = "unionable"
 UNIONABLE_CHANGES = "unionable_changes"
 PROFILES = "column_profiles"  # silver, profiling issue; optional
-APP_ID = "relate_unionable"
 METHOD = "tus-bipartite"
 MIN_PAIR_SCORE = 0.3
 
@@ -300,14 +298,12 @@ def unionable_rows(features: DataFrame, pairs: DataFrame, joinable: DataFrame | 
         F.lit(METHOD).alias("method"), F.lit(index_version).cast("long").alias("index_version"))
 
 
-def run(spark: SparkSession, settings: Settings, batch: ChangeBatch, *, full: bool = False) -> dict[str, Any]:
-    """Update gold `unionable` for `batch` (runs after `relate_joinable` for the same batch)."""
+def update(spark: SparkSession, store: LakeStore, settings: Settings, batch: ChangeBatch, *,
+           full: bool = False) -> dict[str, Any]:
+    """Update gold `unionable` for `batch` (after the joinable lists of the same batch). Part of the
+    relate unit: `spark_jobs.relate.stage` begins and commits it."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    store = LakeStore(settings.lake, spark)
-    txn = (APP_ID, batch.batch_id)
-    if (store.committed_version(UNIONABLE, APP_ID) or 0) >= batch.batch_id:
-        return {"skipped": True}
     if not store.exists(COLUMN_TOKENS) or not store.exists(DATASETS):
         tokens = spark.createDataFrame([], "table_id string, column_id string, token string, n long")
     else:
@@ -320,25 +316,23 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch, *, full: bo
     features = features.cache()
     pairs = candidate_pairs(features, joinable, settings.index.joinable_max_list).cache()
 
-    if (store.committed_version(UNIONABLE_CHANGES, APP_ID) or 0) < batch.batch_id:
-        if old is None:
-            scope = features.select("table_id").distinct()
-            if full and store.exists(UNIONABLE):
-                scope = scope.unionByName(store.read(UNIONABLE).select("table_id")).distinct()
-        else:
-            touched = list(batch.touched)
-            t1 = spark.createDataFrame([(t,) for t in touched], "table_id string")
-            if store.exists(JOINABLE_CHANGES):
-                t1 = t1.unionByName(store.read(JOINABLE_CHANGES, where={"batch_id": [batch.batch_id]})
-                                    .select("table_id"))
-            t1 = t1.unionByName(old.where(F.col("candidate_table_id").isin(touched)).select("table_id")).distinct()
-            partners = (pairs.join(t1.withColumnRenamed("table_id", "table_a"), "table_a", "left_semi")
-                        .select(F.col("table_b").alias("table_id"))
-                        .unionByName(pairs.join(t1.withColumnRenamed("table_id", "table_b"), "table_b", "left_semi")
-                                     .select(F.col("table_a").alias("table_id"))))
-            scope = t1.unionByName(partners).distinct()
-        store.append(UNIONABLE_CHANGES, scope.select(F.lit(batch.batch_id).cast("long").alias("batch_id"), "table_id"),
-                     txn=txn)
+    if old is None:
+        scope = features.select("table_id").distinct()
+        if full and store.exists(UNIONABLE):
+            scope = scope.unionByName(store.read(UNIONABLE).select("table_id")).distinct()
+    else:
+        touched = list(batch.touched)
+        t1 = spark.createDataFrame([(t,) for t in touched], "table_id string")
+        if store.exists(JOINABLE_CHANGES):
+            t1 = t1.unionByName(store.read(JOINABLE_CHANGES, where={"batch_id": [batch.batch_id]})
+                                .select("table_id"))
+        t1 = t1.unionByName(old.where(F.col("candidate_table_id").isin(touched)).select("table_id")).distinct()
+        partners = (pairs.join(t1.withColumnRenamed("table_id", "table_a"), "table_a", "left_semi")
+                    .select(F.col("table_b").alias("table_id"))
+                    .unionByName(pairs.join(t1.withColumnRenamed("table_id", "table_b"), "table_b", "left_semi")
+                                 .select(F.col("table_a").alias("table_id"))))
+        scope = t1.unionByName(partners).distinct()
+    store.append(UNIONABLE_CHANGES, scope.select(F.lit(batch.batch_id).cast("long").alias("batch_id"), "table_id"))
     scope = store.read(UNIONABLE_CHANGES, where={"batch_id": [batch.batch_id]}).select("table_id").distinct().cache()
     n_scope = scope.count()
 
@@ -347,54 +341,9 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch, *, full: bo
     if old is not None:
         kept = old.join(F.broadcast(scope), "table_id", "left_anti").where(~F.col("table_id").isin(list(batch.touched)))
         fresh = kept.select(*UNIONABLE_SCHEMA.names).unionByName(fresh)
-    result = store.overwrite(UNIONABLE, fresh.select(*UNIONABLE_SCHEMA.names), txn=txn)
+    result = store.overwrite(UNIONABLE, fresh.select(*UNIONABLE_SCHEMA.names))
     for df in (features, pairs, scope):
         df.unpersist()
     counts = {"n_unionable_affected": n_scope, "n_unionable_rows": result.n_rows_written}
     log.info("unionable lists updated", extra=counts)
     return counts
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return batch_job_main("relate_unionable", run, argv, full_flag=True)
-
-
-def relate_all(spark: SparkSession, settings: Settings) -> dict[str, Any]:
-    """Full re-relate (`lake_rebuild`): every joinable and unionable list recomputed from the lake
-    as it is now, replacing gold `joinable` and `unionable` in one commit each. The batch jobs'
-    transaction ids stay recorded, so later batches continue incrementally from this state;
-    `publish_relations.publish_all_relations` then replaces the catalog's lists."""
-    from spark_jobs.lake.batches import batch_ids
-    from spark_jobs.relate import joinable as relate_joinable
-
-    store = LakeStore(settings.lake, spark)
-    ids = batch_ids(store)
-    if not ids or not store.exists(COLUMN_TOKENS):
-        return {"skipped": True}
-    version = ids[-1]
-    tokens = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token", "n"])
-    joinable = relate_joinable.top_k_joinable(
-        tokens, relate_joinable.key_columns(spark, store), k=settings.index.joinable_k,
-        max_list=settings.index.joinable_max_list, index_version=version)
-    j = store.overwrite(JOINABLE, joinable.select(*relate_joinable.JOINABLE_SCHEMA.names))
-    joinable = store.read(JOINABLE)
-    features = column_features(spark, store, tokens).cache()
-    pairs = candidate_pairs(features, joinable, settings.index.joinable_max_list).cache()
-    rows = unionable_rows(features, pairs, joinable, k=settings.index.unionable_k, index_version=version)
-    u = store.overwrite(UNIONABLE, rows.select(*UNIONABLE_SCHEMA.names))
-    features.unpersist()
-    pairs.unpersist()
-    counts = {"n_joinable_rows": j.n_rows_written, "n_unionable_rows": u.n_rows_written, "index_version": version}
-    log.info("relations recomputed in full", extra=counts)
-    return counts
-
-
-def relate_batch(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str, Any]:
-    """The pipeline's "relate" stage: joinable lists, then the unionable lists that read them."""
-    from spark_jobs.relate import joinable as relate_joinable
-
-    return {"joinable": relate_joinable.run(spark, settings, batch), "unionable": run(spark, settings, batch)}
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -21,4 +21,4 @@ def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def af_settings(tmp_path: Path, airflow_home: Path) -> Settings:
     """Test settings with embedded Airflow under the session's AIRFLOW_HOME (never the repo)."""
     base = make_settings(tmp_path / "home")
-    return dataclasses.replace(base, airflow=AirflowSettings(home=str(airflow_home), lock_wait_s=60.0))
+    return dataclasses.replace(base, airflow=AirflowSettings(home=str(airflow_home)), lock_wait_s=60.0)

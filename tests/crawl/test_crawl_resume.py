@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -13,6 +16,7 @@ import pytest
 
 from plugins.local_portal import PortalHandle
 from spark_jobs.crawl.crawl import run_crawl
+from spark_jobs.lake.faults import InjectedFault, injected
 from tests.crawl.conftest import bronze, changes_of, crawl_settings, csv_bytes
 
 
@@ -38,7 +42,7 @@ def _setup(portal: PortalHandle) -> None:
 
 
 FAULT_POINTS = ["dataset:socrata:127.0.0.1:aaaa-0003", "dataset:ckan:127.0.0.1:pk-9/n1", "land",
-                "commit:cells", "commit:datasets", "commit:changes"]
+                "commit:cells", "commit:datasets", "commit:changes", "manifest:bronze"]
 
 
 @pytest.fixture
@@ -65,7 +69,8 @@ def test_killed_crawl_rerun_equals_uninterrupted(tmp_path: Path, portal: PortalH
         if step == point:
             raise KilledError(step)
 
-    with pytest.raises(KilledError):
+    armed = injected(point) if point.startswith(("commit:", "manifest:")) else contextlib.nullcontext()
+    with pytest.raises((KilledError, InjectedFault)), armed:
         run_crawl(run, fault=fault)
     rerun = run_crawl(run)
     assert rerun.batch_id == 2
@@ -75,8 +80,8 @@ def test_killed_crawl_rerun_equals_uninterrupted(tmp_path: Path, portal: PortalH
 
 
 def test_killed_process_rerun_equals_uninterrupted(tmp_path: Path, portal: PortalHandle, crawled) -> None:
-    """The crawl runs in a child process that dies (os._exit, no cleanup) between the cells and the
-    datasets commits of its landing; the rerun in this process repairs it."""
+    """The crawl runs in a child process killed (SIGKILL) between the cells and the datasets commits
+    of its landing; the rerun in this process repairs it."""
     base, ref = crawled
     run = crawl_settings(tmp_path / "proc", portal)
     shutil.copytree(base.home, run.home)
@@ -90,13 +95,11 @@ def test_killed_process_rerun_equals_uninterrupted(tmp_path: Path, portal: Porta
         settings = dataclasses.replace(settings, sources=(
             SourceConfig(name="soc", kind="socrata", url={portal.url!r}),
             SourceConfig(name="ck", kind="ckan", url={portal.url!r})))
-        def fault(step):
-            if step == "commit:datasets":
-                os._exit(137)
-        run_crawl(settings, fault=fault)
+        run_crawl(settings)
     """)
-    proc = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[2], timeout=300)
-    assert proc.returncode == 137
+    env = {**os.environ, "JUNCTURE_FAULT": "commit:datasets"}
+    proc = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[2], timeout=300, env=env)
+    assert proc.returncode == -signal.SIGKILL
     assert bronze(run) != bronze(ref)  # the child really died half-way
     assert run_crawl(run).batch_id == 2
     assert bronze(run) == bronze(ref)

@@ -15,7 +15,8 @@ import pytest
 from deltalake import DeltaTable, QueryBuilder
 
 from catalog.core.errors import LakeError
-from spark_jobs.lake.session import has_delta_jars
+from spark_jobs.lake.commit_point import UnitSpec, applied_batch, at_batch, begin, commit
+from spark_jobs.lake.faults import InjectedFault, injected
 from spark_jobs.lake.store import LakeStore, in_predicate, sql_literal
 
 ROWS = [(f"t{i % 5}", i, i % 5 % 3, f"v{i}") for i in range(60)]
@@ -124,14 +125,69 @@ def test_delete_where(store: LakeStore, spark) -> None:  # type: ignore[no-untyp
     assert spark_rows(store.read("cells")) == sorted(r for r in ROWS if r[0] != "t0")
 
 
-def test_txn_makes_a_batch_commit_idempotent(store: LakeStore) -> None:
-    first = store.append("t", arrow(ROWS[:5]), txn=("land", 1))
-    again = store.append("t", arrow(ROWS[:5]), txn=("land", 1))
-    assert not first.skipped and again.skipped
-    assert store.committed_version("t", "land") == 1
-    assert store.read_arrow("t").num_rows == 5
-    assert not store.append("t", arrow(ROWS[5:6]), txn=("land", 2)).skipped
-    assert store.read_arrow("t").num_rows == 6
+UNIT = UnitSpec("demo", ("a", "b"))
+
+
+def test_a_unit_update_is_visible_only_after_its_manifest(store: LakeStore) -> None:
+    base = begin(store, UNIT)
+    store.append("a", arrow(ROWS[:2]))
+    store.append("b", arrow(ROWS[2:3]))
+    assert not LakeStore(store.root).exists("a")  # written, not committed: readers see no table
+    commit(store, UNIT, base, batch_id=1, kind="update")
+    reader = LakeStore(store.root)
+    assert rows_of(reader.read_arrow("a")) == sorted(ROWS[:2]) and reader.read_arrow("b").num_rows == 1
+    assert applied_batch(reader, UNIT) == 1
+
+
+def test_a_writer_killed_between_tables_is_rolled_back_by_the_next(store: LakeStore) -> None:
+    base = begin(store, UNIT)
+    store.append("a", arrow(ROWS[:2]))
+    store.append("b", arrow(ROWS[2:3]))
+    commit(store, UNIT, base, batch_id=1, kind="update")
+    crashed = LakeStore(store.root)
+    begin(crashed, UNIT)
+    crashed.append("a", arrow(ROWS[3:5]))  # committed to Delta, but the manifest never follows
+    with pytest.raises(InjectedFault), injected("commit:b"):
+        crashed.overwrite("b", arrow(ROWS[5:6]))
+    reader = LakeStore(store.root)
+    assert rows_of(reader.read_arrow("a")) == sorted(ROWS[:2])  # the committed state, not the latest
+    nxt = LakeStore(store.root)
+    base = begin(nxt, UNIT)  # rolls table a back
+    assert nxt.latest_version("a") > reader.version("a")
+    nxt.append("a", arrow(ROWS[6:7]))
+    commit(nxt, UNIT, base, batch_id=2, kind="update")
+    assert rows_of(LakeStore(store.root).read_arrow("a")) == sorted([*ROWS[:2], ROWS[6]])
+
+
+def test_a_first_build_killed_half_way_is_dropped(store: LakeStore) -> None:
+    base = begin(store, UNIT)
+    store.append("a", arrow(ROWS[:2]))
+    assert not LakeStore(store.root).exists("a")
+    nxt = LakeStore(store.root)
+    base = begin(nxt, UNIT)
+    assert not nxt.physically_exists("a")
+    nxt.append("a", arrow(ROWS[2:3]))
+    commit(nxt, UNIT, base, batch_id=1, kind="build")
+    assert LakeStore(store.root).read_arrow("a").num_rows == 1
+
+
+def test_at_batch_reads_the_state_a_batch_produced(store: LakeStore) -> None:
+    for batch_id, rows in ((1, ROWS[:1]), (2, ROWS[1:3])):
+        base = begin(store, UNIT)
+        store.append("a", arrow(rows))
+        commit(store, UNIT, base, batch_id=batch_id, kind="update")
+    assert at_batch(LakeStore(store.root), 1).read_arrow("a").num_rows == 1
+    assert at_batch(LakeStore(store.root), 2).read_arrow("a").num_rows == 3
+    assert not at_batch(LakeStore(store.root), 0).exists("a")
+
+
+def test_a_write_without_begin_is_refused(store: LakeStore) -> None:
+    base = begin(store, UNIT)
+    store.append("a", arrow(ROWS[:1]))
+    commit(store, UNIT, base, batch_id=1, kind="update")
+    LakeStore(store.root, pinned=False).append("a", arrow(ROWS[1:2]))  # an uncommitted version
+    with pytest.raises(LakeError, match="must begin"):
+        LakeStore(store.root).append("a", arrow(ROWS[2:3]))
 
 
 def test_schema_mismatch_is_refused(store: LakeStore) -> None:
@@ -157,10 +213,9 @@ KILLED_WRITER = textwrap.dedent("""
     settings = load_settings({}, cwd=__import__("pathlib").Path(sys.argv[1]))
     settings = dataclasses.replace(settings, spark=dataclasses.replace(settings.spark, master="local[1]"))
     spark = get_spark(settings)
-    def die(table):
-        print("files staged, dying before commit", flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-    store = LakeStore(sys.argv[2], spark, before_commit=die)
+    store = LakeStore(sys.argv[2], spark)
+    print("dying before commit", flush=True)
+    os.environ["JUNCTURE_FAULT"] = "commit:cells"
     schema = "table_id string, row long, bucket int, value string"
     df = spark.createDataFrame([("t1", 1000 + i, 1, "new") for i in range(50)], schema)
     store.overwrite_where("cells", df, column="table_id", values=["t1"], partitions={"bucket": [1]})
@@ -191,23 +246,12 @@ def test_writer_killed_between_files_and_commit_leaves_previous_version(  # type
 
 
 def test_writer_failing_before_commit_in_process_changes_nothing(tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
-    def fail(table: str) -> None:
-        raise RuntimeError("crash before commit")
-
     good = LakeStore(str(tmp_path / "lake"), spark)
     good.append("t", arrow(ROWS))
-    bad = LakeStore(str(tmp_path / "lake"), spark, before_commit=fail)
-    with pytest.raises(RuntimeError):
+    bad = LakeStore(str(tmp_path / "lake"), spark)
+    with pytest.raises(InjectedFault), injected("commit:t"):
         bad.merge("t", arrow([("t1", 1, 1, "x")]), keys=["table_id", "row"])
     assert good.version("t") == 0 and rows_of(good.read_arrow("t")) == sorted(ROWS)
-
-
-def test_delta_spark_reads_our_tables(store: LakeStore, spark) -> None:  # type: ignore[no-untyped-def]
-    if not has_delta_jars(spark):
-        pytest.skip("delta-spark jars are not on this Spark session's classpath (Maven Central is unreachable "
-                    "here, so configure_spark_with_delta_pip cannot fetch them); the delta-rs engine is tested above")
-    store.append("t", arrow(ROWS))
-    assert spark_rows(spark.read.format("delta").load(store.uri("t"))) == sorted(ROWS)
 
 
 def test_local_root_may_be_relative(tmp_path: Path) -> None:

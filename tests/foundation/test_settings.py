@@ -18,7 +18,7 @@ def test_defaults_live_under_home(tmp_path: Path) -> None:
     s = load_settings({}, cwd=tmp_path)
     assert s.home == tmp_path / "var"
     assert s.lake == str(tmp_path / "var" / "lake")
-    assert s.catalog_url == f"sqlite:///{tmp_path / 'var' / 'catalog.db.engine'}"
+    assert s.catalog_url == f"sqlite:///{tmp_path / 'var' / 'catalog.db'}"
     assert s.spark.master == "local[*]"
     assert s.sources == ()
 

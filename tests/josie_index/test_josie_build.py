@@ -33,7 +33,7 @@ def test_build_matches_columns_and_keeps_invariants(spark, settings):  # type: i
     store = LakeStore(settings.lake, spark)
     lake = _lake(5, 24)
     write_column_tokens(store, lake, sorted(lake), settings.index.cells_buckets)
-    result = josie_index.build(spark, store, txn=("josie", 1))
+    result = josie_index.build(spark, store, batch_id=1)
     idx = read_index(store)
     check_invariants(idx, fresh=True)
     assert idx.column_sets() == model_sets(lake)
@@ -52,7 +52,7 @@ def test_hash_collisions_do_not_merge_different_lists(spark, settings):  # type:
     lake = {f"file:c{i}.csv": {f"file:c{i}.csv#a": frozenset({f"s{i}", f"p{i % 3}", f"q{i % 2}", "all"}),
                                f"file:c{i}.csv#b": frozenset({f"s{i}b", f"p{i % 3}"})} for i in range(9)}
     write_column_tokens(store, lake, sorted(lake), settings.index.cells_buckets)
-    josie_index.build(spark, store, txn=("josie", 1), hash_modulus=1)  # every list hashes to 0
+    josie_index.build(spark, store, batch_id=1, hash_modulus=1)  # every list hashes to 0
     idx = read_index(store)
     check_invariants(idx, fresh=True, hash_modulus=1)
     n_groups = len({g for _, _, g in idx.tokens.values()})

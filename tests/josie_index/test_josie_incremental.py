@@ -86,7 +86,7 @@ def _compare_with_fresh_build(spark, tmp_path: Path, idx: Index, lake: Lake, rng
     fresh_settings = make_settings(tmp_path / "fresh")
     fresh_store = LakeStore(fresh_settings.lake, spark)
     write_column_tokens(fresh_store, lake, sorted(lake), fresh_settings.index.cells_buckets)
-    josie_index.build(spark, fresh_store, txn=None)
+    josie_index.build(spark, fresh_store)
     fresh = read_index(fresh_store)
     check_invariants(fresh, fresh=True)
     assert idx.column_sets() == fresh.column_sets() == model_sets(lake)

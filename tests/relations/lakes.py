@@ -12,7 +12,7 @@ from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile import tokens as column_tokens
 from spark_jobs.relate import joinable as relate_joinable
-from spark_jobs.relate import unionable as relate_unionable
+from spark_jobs.relate import stage as relate
 
 
 def random_table(rng: random.Random, name: str, vocab: int) -> ParsedTable:
@@ -58,9 +58,7 @@ def index_batch(spark, settings: Settings, added: Sequence[ParsedTable] = (), de
     store = LakeStore(settings.lake, spark)
     batch = land_batch(store, list(added), list(deleted), n_buckets=settings.index.cells_buckets)
     column_tokens.run(spark, settings, batch)
-    relate_joinable.run(spark, settings, batch)
-    if unionable:
-        relate_unionable.run(spark, settings, batch)
+    relate.run(spark, settings, batch, with_unionable=unionable)
     return batch
 
 

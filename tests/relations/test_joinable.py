@@ -9,6 +9,7 @@ import pytest
 
 from catalog.core.settings import IndexSettings
 from spark_jobs.relate import joinable as relate_joinable
+from spark_jobs.relate import stage as relate
 from tests.relations.lakes import brute_force_joinable, column_sets, gold_joinable, index_batch, random_table
 
 
@@ -76,7 +77,7 @@ def test_rerun_of_a_batch_is_a_no_op(spark, settings):
     rng = random.Random(3)
     batch = index_batch(spark, settings, [random_table(rng, f"r{i}", vocab=5) for i in range(3)])
     before = gold_joinable(settings)
-    assert relate_joinable.run(spark, settings, batch) == {"skipped": True}
+    assert relate.run(spark, settings, batch) == {"skipped": True}
     assert gold_joinable(settings) == before
 
 

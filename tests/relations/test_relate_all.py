@@ -12,7 +12,8 @@ from spark_jobs.josie.publish import publish_current
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.publish import catalog as publish_catalog
 from spark_jobs.relate.joinable import JOINABLE
-from spark_jobs.relate.unionable import UNIONABLE, relate_all
+from spark_jobs.relate.stage import relate_all
+from spark_jobs.relate.unionable import UNIONABLE
 
 
 def gold(settings, name: str) -> list[tuple]:  # type: ignore[no-untyped-def]

@@ -1,4 +1,5 @@
-"""`juncture rebuild`: duplicate-group rebuild (JOSIE) and LSH repartition, then publish."""
+"""`juncture rebuild`: catch up on pending batches, rebuild JOSIE's duplicate groups, recompute every
+joinable and unionable list, publish (the same steps as the `lake_rebuild` DAG)."""
 
 from __future__ import annotations
 
@@ -8,28 +9,36 @@ from catalog.cli.context import CliContext
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("rebuild", help="rebuild duplicate groups and LSH partitions")
+    p = sub.add_parser("rebuild", help="rebuild the indexes and recompute every joinable/unionable list")
     p.add_argument("--if-due", action="store_true",
-                   help="only rebuild when the dirty share passes index.josie_dirty_threshold")
+                   help="only rebuild when the JOSIE dirty share passes index.josie_dirty_threshold")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    from spark_jobs.josie import rebuild as rebuild_josie
-    from spark_jobs.josie.publish import publish_current
-    from spark_jobs.lake.session import get_spark
+    from spark_jobs.lake.session import get_spark  # deferred: Spark starts only for commands that need it
+    from spark_jobs.orchestration.rebuild import rebuild_all
 
     ctx.engine  # noqa: B018 - create or upgrade the catalog before publishing into it
-    spark = get_spark(ctx.settings, "juncture.rebuild")
-    job = rebuild_josie.run_if_due if args.if_due else rebuild_josie.run
-    result = job(spark, ctx.settings)
-    if result["mode"] == "absent":
-        print("josie: no index yet (run `juncture index` first)")
-        return 0
-    if result["mode"] == "not_due":
-        print(f"josie: rebuild not due (dirty share {result['dirty_share']:.3f})")
-        return 0
-    counts = publish_current(ctx.settings, spark)
-    print(f"josie: rebuilt index version {result['index_version']}: {result['n_lists']} lists, "
-          f"published {counts.get('josie_tokens_written', 0)} tokens")
+    with ctx.writing("rebuild"):
+        results = rebuild_all(get_spark(ctx.settings, "juncture.rebuild"), ctx.settings, if_due=args.if_due)
+    print_rebuild(results)
     return 0
+
+
+def print_rebuild(results: dict[str, dict]) -> None:
+    """One line per step, for `rebuild` and `index --full`."""
+    if results["catch_up"].get("n_batches"):
+        print(f"indexed {results['catch_up']['n_batches']} pending batches first")
+    josie = results.get("rebuild_groups", {})
+    if josie.get("mode") == "absent":
+        print("josie: no index yet (run `juncture index` first)")
+        return
+    if josie.get("mode") == "not_due":
+        print("josie: rebuild not due")
+        return
+    relations = results.get("relate_all", {})
+    counts = results.get("publish_all", {})
+    print(f"rebuilt josie index version {josie['index_version']} ({josie['n_lists']} lists); "
+          f"recomputed {relations.get('n_joinable_rows', 0)} joinable and {relations.get('n_unionable_rows', 0)} "
+          f"unionable rows; published {counts.get('josie_tokens_written', 0)} tokens")

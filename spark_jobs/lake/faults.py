@@ -8,6 +8,7 @@ SIGKILL, exactly what an operator's `kill -9` or an OOM kill does) or in-process
 
 `JUNCTURE_FAULT` is `<label prefix>` or `<label prefix>@<n>`: the n-th checkpoint (1-based) whose
 label starts with the prefix fires. `JUNCTURE_FAULT_MODE` is `kill` (default) or `raise`.
+`JUNCTURE_FAULT_TRACE=<file>` appends every label passed to that file (in-process: `recording()`).
 Labels are `commit:<table>`, `restore:<table>`, `manifest:<unit>` and `publish:<step>`.
 """
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 ENV_FAULT = "JUNCTURE_FAULT"
 ENV_MODE = "JUNCTURE_FAULT_MODE"
+ENV_TRACE = "JUNCTURE_FAULT_TRACE"  # a file every checkpoint label passed is appended to
 
 
 class InjectedFault(RuntimeError):  # noqa: N818 - named for what the tests inject
@@ -66,6 +68,10 @@ def checkpoint(label: str) -> None:
     with _lock:
         for recorder in _recorders:
             recorder.append(label)
+        trace = os.environ.get(ENV_TRACE)
+        if trace:  # a child process's labels, for a test that enumerates kill points from outside
+            with open(trace, "a", encoding="utf-8") as f:
+                f.write(label + "\n")
         armed = _current()
         if armed is None or not label.startswith(armed.prefix):
             return

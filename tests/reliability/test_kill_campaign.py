@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -250,13 +251,15 @@ def test_kill_anywhere_then_anything_then_exact_answers(spark, tmp_path, monkeyp
     setup_env(monkeypatch, kill_home, url_kill)
     lake.pending = False
     lake.crawl()
-    for point in points:
+    for n, point in enumerate(points, start=1):
+        t0 = time.monotonic()
         prepare(point, lake)
         if point.sigkill:
             kill_child(point, lake, kill_home)
         else:
             kill_in_process(point, lake)
         next_operation(point, lake)
+        print(f"kill point {n}/{len(points)} {point}: {time.monotonic() - t0:.1f}s", flush=True)  # in failure reports
     lake.crawl()
     lake.index()
     oracle = lf.LakeOracle(lake.root).observe()

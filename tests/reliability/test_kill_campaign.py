@@ -93,9 +93,9 @@ def plan(first: list[str], crawl: list[str], index: list[str], rebuild: list[str
     nexts: dict[str, Iterator[str]] = {
         "crawl": itertools.cycle(["rerun", "index", "rebuild", "batch"]),
         # mostly operations that leave the killed batch pending, so that the next kill point (a later
-        # stage) meets the same batch: every index completion costs one more batch to reach the next
-        "index": itertools.cycle(["rebuild", "land", "rerun", "rebuild", "index", "land", "rebuild", "batch",
-                                  "rerun"]),
+        # stage) meets the same batch: every completion (an index, a rebuild, which catches up first)
+        # costs one more batch indexed to reach the next point
+        "index": itertools.cycle(["land", "rerun", "land", "rebuild", "land", "index", "batch", "rerun"]),
         "rebuild": itertools.cycle(["batch", "rerun", "index"]),
     }
     points: list[KillPoint] = []
@@ -106,7 +106,12 @@ def plan(first: list[str], crawl: list[str], index: list[str], rebuild: list[str
         points.append(KillPoint("crawl", spec_at(crawl, i), next(nexts["crawl"])))
     for i in sorted({i for i, _ in unit_points(index)} | set(publish_points(index))):
         points.append(KillPoint("index", spec_at(index, i), next(nexts["index"])))
-    for i in sorted({i for i, _ in unit_points(rebuild)} | set(publish_points(rebuild)[:1])):
+    # a rebuild recomputes everything (JOSIE regrouped, every list re-related): three points, between
+    # two JOSIE commits, before the relate manifest, and at its publish
+    rebuild_units = unit_points(rebuild)
+    chosen = [i for i, unit in rebuild_units if unit == "josie"][:1]
+    chosen += [i for i, unit in rebuild_units if unit == "relate"][-1:]
+    for i in sorted({*chosen, *publish_points(rebuild)[:1]}):
         points.append(KillPoint("rebuild", spec_at(rebuild, i), next(nexts["rebuild"])))
     # real SIGKILLs of a child process: a crawl, an index mid-stage and at publish, a rebuild
     for op, trace, pick in (("crawl", crawl, "manifest:bronze"), ("index", index, "manifest:josie"),
@@ -178,6 +183,8 @@ def prepare(point: KillPoint, lake: Lake) -> None:
         lake.mutate()
     if point.op == "index" and not lake.pending:
         lake.crawl()
+    if point.op == "rebuild" and lake.pending:  # a rebuild first catches up: the point is in the rebuild proper
+        lake.index()
 
 
 def kill_in_process(point: KillPoint, lake: Lake) -> None:
@@ -205,8 +212,9 @@ def next_operation(point: KillPoint, lake: Lake) -> None:
         lake.crawl()
     elif then == "index":
         lake.index()
-    elif then == "rebuild":
+    elif then == "rebuild":  # catches up on pending batches first
         ok("rebuild")
+        lake.pending = False
     elif then == "land":  # another batch lands on top of the one the kill left pending
         lake.mutate()
         lake.crawl()

@@ -13,6 +13,8 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -27,19 +29,49 @@ WORKTREE = Path(__file__).resolve().parents[2]
 CLI = "import sys; from catalog.cli.main import main; sys.exit(main(sys.argv[1:]))"
 
 
-def spawn(home: Path, catalog_url: str, *argv: str, lock_wait_s: float | None = None) -> subprocess.Popen[str]:
-    """`juncture ARGV` as a separate process, in the environment a user's shell would give it."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JUNCTURE_")}
-    env.update(PYTHONPATH=str(WORKTREE), JUNCTURE_HOME=str(home), JUNCTURE_CATALOG_URL=catalog_url)
-    if lock_wait_s is not None:
-        env["JUNCTURE_LOCK_WAIT_S"] = str(lock_wait_s)
-    return subprocess.Popen([sys.executable, "-c", CLI, *argv], cwd=home, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+@dataclass
+class Child:
+    """A `juncture` process; its output goes to files (a pipe nobody reads would block Spark's logging)."""
+
+    proc: subprocess.Popen[bytes]
+    out: Path
+    err: Path
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def finish(self, timeout: float = 900) -> tuple[int, str, str]:
+        rc = self.proc.wait(timeout=timeout)
+        return rc, self.out.read_text(errors="replace"), self.err.read_text(errors="replace")
 
 
-def finish(proc: subprocess.Popen[str], timeout: float = 600) -> tuple[int, str, str]:
-    out, err = proc.communicate(timeout=timeout)
-    return proc.returncode, out, err
+@pytest.fixture
+def spawn() -> Iterator[Callable[..., Child]]:
+    """Start `juncture ARGV` as separate processes, in the environment a user's shell would give them;
+    any still running when the test ends (a failed assertion) are killed."""
+    children: list[Child] = []
+
+    def start(home: Path, catalog_url: str, *argv: str, lock_wait_s: float | None = None) -> Child:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("JUNCTURE_")}
+        env.update(PYTHONPATH=str(WORKTREE), JUNCTURE_HOME=str(home), JUNCTURE_CATALOG_URL=catalog_url)
+        if lock_wait_s is not None:
+            env["JUNCTURE_LOCK_WAIT_S"] = str(lock_wait_s)
+        n = len(children)
+        out, err = home / f"child{n}.out", home / f"child{n}.err"
+        with out.open("wb") as o, err.open("wb") as e:
+            proc = subprocess.Popen([sys.executable, "-c", CLI, *argv], cwd=home, env=env, stdout=o, stderr=e)
+        children.append(Child(proc, out, err))
+        return children[-1]
+
+    yield start
+    for child in children:
+        if child.poll() is None:
+            child.proc.kill()
+            child.proc.wait()
 
 
 def folder_of(root: Path, prefix: str, n_files: int, rows: int) -> set[str]:
@@ -56,7 +88,7 @@ def batch_of(stdout: str) -> int:
     return int(m.group(1))
 
 
-def test_two_concurrent_crawls_lose_nothing(spark, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+def test_two_concurrent_crawls_lose_nothing(spark, tmp_path, monkeypatch, spawn):  # type: ignore[no-untyped-def]
     home = tmp_path / "home"
     catalog_url = f"sqlite:///{tmp_path / 'catalog.db'}"
     setup_env(monkeypatch, home, catalog_url)
@@ -64,7 +96,7 @@ def test_two_concurrent_crawls_lose_nothing(spark, tmp_path, monkeypatch):  # ty
     b = folder_of(tmp_path / "b", "beta", 60, 200)
     procs = [spawn(home, catalog_url, "crawl", "--dir", str(tmp_path / d), "--no-progress", lock_wait_s=300)
              for d in ("a", "b")]
-    results = [finish(p) for p in procs]
+    results = [p.finish() for p in procs]
     for rc, _out, err in results:
         assert rc == 0, err[-2000:]
     assert batch_of(results[0][1]) != batch_of(results[1][1])
@@ -76,7 +108,7 @@ def test_two_concurrent_crawls_lose_nothing(spark, tmp_path, monkeypatch):  # ty
     assert all(t["n_rows"] == 200 for t in tables.values())
 
 
-def test_a_second_index_waits_or_exits_2_naming_the_holder(spark, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+def test_a_second_index_waits_or_exits_2_naming_the_holder(spark, tmp_path, monkeypatch, spawn):  # type: ignore[no-untyped-def]
     home = tmp_path / "home"
     catalog_url = f"sqlite:///{tmp_path / 'catalog.db'}"
     setup_env(monkeypatch, home, catalog_url)
@@ -89,7 +121,7 @@ def test_a_second_index_waits_or_exits_2_naming_the_holder(spark, tmp_path, monk
     time.sleep(8)  # the first one is past its start (Spark takes longer than this to even start a job)
     assert first.poll() is None, "the first index ended before the second could meet it"
     t0 = time.monotonic()
-    rc, out, err = finish(spawn(home, catalog_url, "index", lock_wait_s=0), timeout=120)
+    rc, out, err = spawn(home, catalog_url, "index", lock_wait_s=0).finish(timeout=120)
     assert rc == 2, (rc, out, err[-2000:])
     assert time.monotonic() - t0 < 30
     assert err.count("\n") == 1 and "lake is busy" in err.lower(), err
@@ -98,8 +130,8 @@ def test_a_second_index_waits_or_exits_2_naming_the_holder(spark, tmp_path, monk
 
     # with a wait: the second one waits for the first, then finds nothing left to do
     second = spawn(home, catalog_url, "index", lock_wait_s=600)
-    rc1, out1, err1 = finish(first)
-    rc2, out2, err2 = finish(second)
+    rc1, out1, err1 = first.finish()
+    rc2, out2, err2 = second.finish()
     assert (rc1, rc2) == (0, 0), (err1[-2000:], err2[-2000:])
     assert "indexed batch 1" in out1 and "nothing to index" in out2, (out1, out2)
     oracle = lf.LakeOracle(root).observe()

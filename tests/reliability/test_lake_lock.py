@@ -92,8 +92,8 @@ def test_two_concurrent_crawls_lose_nothing(spark, tmp_path, monkeypatch, spawn)
     home = tmp_path / "home"
     catalog_url = f"sqlite:///{tmp_path / 'catalog.db'}"
     setup_env(monkeypatch, home, catalog_url)
-    a = folder_of(tmp_path / "a", "alpha", 60, 200)
-    b = folder_of(tmp_path / "b", "beta", 60, 200)
+    a = folder_of(tmp_path / "a", "alpha", 15, 40)
+    b = folder_of(tmp_path / "b", "beta", 15, 40)
     procs = [spawn(home, catalog_url, "crawl", "--dir", str(tmp_path / d), "--no-progress", lock_wait_s=300)
              for d in ("a", "b")]
     results = [p.finish() for p in procs]
@@ -105,7 +105,7 @@ def test_two_concurrent_crawls_lose_nothing(spark, tmp_path, monkeypatch, spawn)
     ok("index")
     tables = catalog_tables()
     assert set(tables) == a | b
-    assert all(t["n_rows"] == 200 for t in tables.values())
+    assert all(t["n_rows"] == 40 for t in tables.values())
 
 
 def test_a_second_index_waits_or_exits_2_naming_the_holder(spark, tmp_path, monkeypatch, spawn):  # type: ignore[no-untyped-def]
@@ -117,16 +117,16 @@ def test_a_second_index_waits_or_exits_2_naming_the_holder(spark, tmp_path, monk
     ok("crawl", "--dir", str(root), "--no-progress")
 
     # no wait allowed: while one index runs, another exits 2 at once with one line naming the holder
-    first = spawn(home, catalog_url, "index", lock_wait_s=0)
-    time.sleep(8)  # the first one is past its start (Spark takes longer than this to even start a job)
-    assert first.poll() is None, "the first index ended before the second could meet it"
-    t0 = time.monotonic()
-    rc, out, err = spawn(home, catalog_url, "index", lock_wait_s=0).finish(timeout=120)
+    first = spawn(home, catalog_url, "-v", "index", lock_wait_s=0)
+    deadline = time.monotonic() + 600
+    while "stage done" not in first.err.read_text(errors="replace"):  # it holds the lock once a stage ran
+        assert first.poll() is None and time.monotonic() < deadline, first.err.read_text(errors="replace")[-2000:]
+        time.sleep(0.5)
+    rc, out, err = spawn(home, catalog_url, "index", lock_wait_s=0).finish(timeout=300)
     assert rc == 2, (rc, out, err[-2000:])
-    assert time.monotonic() - t0 < 30
+    assert first.poll() is None, "the second index waited for the first to end"
     assert err.count("\n") == 1 and "lake is busy" in err.lower(), err
     assert str(first.pid) in err, f"the message does not say who holds the lock: {err!r}"
-    assert first.poll() is None, "the second index disturbed the first"
 
     # with a wait: the second one waits for the first, then finds nothing left to do
     second = spawn(home, catalog_url, "index", lock_wait_s=600)

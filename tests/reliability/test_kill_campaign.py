@@ -33,7 +33,8 @@ from spark_jobs.lake.faults import injected, recording
 from tests.reliability import lake_files as lf
 from tests.reliability.answers import Run, assert_matches, catalog_answers, juncture, ok, setup_env
 
-pytestmark = pytest.mark.slow
+# Two dozen crawl/index/rebuild runs and four child JVMs on a shared 2-core machine: the default timeout is too short.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 WORKTREE = Path(__file__).resolve().parents[2]
 CLI = "import sys; from catalog.cli.main import main; sys.exit(main(sys.argv[1:]))"

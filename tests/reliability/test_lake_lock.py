@@ -23,7 +23,8 @@ from catalog.core.identity import file_table_id
 from tests.reliability import lake_files as lf
 from tests.reliability.answers import catalog_tables, ok, setup_env
 
-pytestmark = pytest.mark.slow
+# Child JVMs racing each other on a shared 2-core machine: the default timeout is too short.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 WORKTREE = Path(__file__).resolve().parents[2]
 CLI = "import sys; from catalog.cli.main import main; sys.exit(main(sys.argv[1:]))"

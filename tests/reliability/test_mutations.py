@@ -17,7 +17,8 @@ import pytest
 from tests.reliability import lake_files as lf
 from tests.reliability.answers import assert_matches, catalog_answers, crawl_and_index, setup_env
 
-pytestmark = pytest.mark.slow
+# Four crawl+index rounds with Spark on a shared 2-core machine: the default timeout is too short.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 Round = Callable[[Path], None]
 

@@ -133,15 +133,15 @@ _TABLE = select(*_TABLE_FIELDS).where(_TABLES.c.table_id == bindparam("ident"))
 _TABLE_LIST = select(*_TABLE_FIELDS).order_by(_TABLES.c.table_id).limit(bindparam("limit")).offset(bindparam("offset"))
 _TABLE_LIST_OF_SOURCE = _TABLE_LIST.where(_TABLES.c.source_name == bindparam("source"))
 _COLUMN_LIST = (select(*_COLUMNS.c)
-                .select_from(_TABLES.outerjoin(_COLUMNS, _COLUMNS.c.table_id == _TABLES.c.table_id))
+                .select_from(_TABLES.outerjoin(_COLUMNS, _COLUMNS.c.table_key == _TABLES.c.table_key))
                 .where(_TABLES.c.table_id == bindparam("ident")).order_by(_COLUMNS.c.position))
 _PROFILE_FIELDS = [f.name for f in dataclasses.fields(ProfileInfo) if f.name not in ("column_id", "table_id", "column")]
 _PROFILE = (select(_COLUMNS.c.column_id, _COLUMNS.c.table_id, _COLUMNS.c.header,
                    *(_PROFILES.c[name] for name in _PROFILE_FIELDS))
-            .select_from(_COLUMNS.join(_PROFILES, _PROFILES.c.column_id == _COLUMNS.c.column_id))
+            .select_from(_COLUMNS.join(_PROFILES, _PROFILES.c.column_key == _COLUMNS.c.column_key))
             .where(_COLUMNS.c.column_id == bindparam("ident")))
 _KEY_LIST = (select(*_KEYS.c)
-             .select_from(_TABLES.outerjoin(_KEYS, _KEYS.c.table_id == _TABLES.c.table_id))
+             .select_from(_TABLES.outerjoin(_KEYS, _KEYS.c.table_key == _TABLES.c.table_key))
              .where(_TABLES.c.table_id == bindparam("ident")).order_by(_KEYS.c.score.desc(), _KEYS.c.id))
 
 
@@ -293,7 +293,8 @@ def _check_page(k: int, offset: int) -> None:
         raise UserError(f"offset must not be negative, got {offset}")
 
 
-def _ranked_list(subject: Table, key: str, relation: Table, answer: type, renamed: dict[str, str]) -> Select[Any]:
+def _ranked_list(subject: Table, ident: str, key: str, relation: Table, answer: type,
+                 renamed: dict[str, str]) -> Select[Any]:
     """Ranks lo+1 .. hi of a subject's precomputed list: the subject outer-joined with that range
     of its rows, so an unknown id (no row at all) is told apart from an empty list (one row of
     NULLs). The columns are the `answer`'s fields in order, so a row builds its answer positionally."""
@@ -301,13 +302,14 @@ def _ranked_list(subject: Table, key: str, relation: Table, answer: type, rename
             .select_from(subject.outerjoin(relation, and_(relation.c[key] == subject.c[key],
                                                           relation.c.rank > bindparam("lo"),
                                                           relation.c.rank <= bindparam("hi"))))
-            .where(subject.c[key] == bindparam("ident")).order_by(relation.c.rank))
+            .where(subject.c[ident] == bindparam("ident")).order_by(relation.c.rank))
 
 
-_JOINABLE_PAGE = _ranked_list(_COLUMNS, "column_id", _JOINABLE, JoinableInfo, {
+_JOINABLE_PAGE = _ranked_list(_COLUMNS, "column_id", "column_key", _JOINABLE, JoinableInfo, {
     "table_id": "candidate_table_id", "column": "candidate_header", "column_id": "candidate_column_id",
     "query_is_key": "is_key"})
-_UNIONABLE_PAGE = _ranked_list(_TABLES, "table_id", _UNIONABLE, UnionableInfo, {"table_id": "candidate_table_id"})
+_UNIONABLE_PAGE = _ranked_list(_TABLES, "table_id", "table_key", _UNIONABLE, UnionableInfo,
+                               {"table_id": "candidate_table_id"})
 
 
 def _ranked_page(catalog: Catalog, statement: Select[Any], kind: str, ident: str, k: int, offset: int) -> list[Any]:

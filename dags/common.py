@@ -7,9 +7,11 @@ master named by the Airflow connection `settings.airflow.spark_conn_id` (cluster
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +38,32 @@ PORTAL_RETRIES: dict[str, Any] = {"retries": 4, "retry_delay": dt.timedelta(seco
                                   "retry_exponential_backoff": True, "max_retry_delay": dt.timedelta(minutes=15)}
 
 
+@contextlib.contextmanager
+def private_settings_file(folder: Path, name: str, text: str) -> Iterator[Path]:
+    """`text` (settings holding secrets: catalog URL, portal keys) in `folder/name`, readable by
+    this user only (file 0600, folder 0700) and removed when the block ends, however it ends.
+    A file left by a killed run under the same name is replaced, never reused."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(folder, 0o700)
+    path = folder / name
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
 class JunctureStageOperator(SparkSubmitOperator):
     """One pipeline stage for the pending batches (`spark_jobs.orchestration.run_stage`).
 
     Embedded (no `airflow.spark_conn_id` in the settings): runs `dag_tasks.run_stage` in this
     process. Cluster: spark-submits `spark_jobs/orchestration/run_stage.py STAGE --batch-ids …` to the connection's
-    master, with the caller's settings written to a juncture.toml the job loads, while this task holds
-    the lake lock. Either way the task's XCom is a few counts, never rows.
+    master, with the caller's settings written to a juncture.toml the job loads (private to this user,
+    deleted when the job ends), while this task holds the lake lock. Either way the task's XCom is a
+    few counts, never rows.
     """
 
     def __init__(self, *, stage: str, **kwargs: Any) -> None:
@@ -66,19 +87,18 @@ class JunctureStageOperator(SparkSubmitOperator):
         self._hook = None
         master = self._get_hook()._connection["master"]
         submit_dir = Path(settings.airflow.home or settings.home / "airflow") / "submit"
-        submit_dir.mkdir(parents=True, exist_ok=True)
-        config = submit_dir / f"{context['run_id']}-{self.stage}.toml".replace(":", "_").replace("+", "_")
-        config.write_text(dag_tasks.settings_toml(settings, master=master))
-        python = sys.executable
-        self.env_vars = {
-            "JUNCTURE_CONFIG": str(config), "JUNCTURE_HOME": str(settings.home), "JUNCTURE_LAKE": settings.lake,
-            "JUNCTURE_CATALOG_URL": settings.catalog_url, "JUNCTURE_SPARK_MASTER": master,
-            "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python,
-            # spark-submit is found on PATH: put the interpreter's bin folder (the venv's) first.
-            "PATH": os.pathsep.join([str(Path(python).parent), os.environ.get("PATH", "")]),
-        }
-        self.conf = {**(self.conf or {}), "spark.pyspark.python": python, "spark.pyspark.driver.python": python}
-        self._hook = self._get_hook()
-        with dag_tasks.lake_lock(settings, f"{context['dag'].dag_id}:{self.stage}"):
-            super().execute(context)
+        name = f"{context['run_id']}-{self.stage}.toml".replace(":", "_").replace("+", "_").replace("/", "_")
+        with private_settings_file(submit_dir, name, dag_tasks.settings_toml(settings, master=master)) as config:
+            python = sys.executable
+            self.env_vars = {
+                "JUNCTURE_CONFIG": str(config), "JUNCTURE_HOME": str(settings.home), "JUNCTURE_LAKE": settings.lake,
+                "JUNCTURE_CATALOG_URL": settings.catalog_url, "JUNCTURE_SPARK_MASTER": master,
+                "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python,
+                # spark-submit is found on PATH: put the interpreter's bin folder (the venv's) first.
+                "PATH": os.pathsep.join([str(Path(python).parent), os.environ.get("PATH", "")]),
+            }
+            self.conf = {**(self.conf or {}), "spark.pyspark.python": python, "spark.pyspark.driver.python": python}
+            self._hook = self._get_hook()
+            with dag_tasks.lake_lock(settings, f"{context['dag'].dag_id}:{self.stage}"):
+                super().execute(context)
         return {"submitted": True, "master": master, "batch_ids": batch_ids}

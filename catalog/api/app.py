@@ -2,7 +2,8 @@
 
 Routes mirror `juncture lookup KIND ID`: `/v1/{table,columns,profile,keys,joinable,unionable}/ID`
 plus `/v1/tables` (paged). Ids hold `/`, `:` and `#` and travel in the path (`{id:path}`); `#` must be
-sent as `%23`. Errors: malformed ids and parameters 422, unknown ids 404, other user errors 400,
+sent as `%23`. Errors: malformed ids and parameters 422, unknown ids 404, other user errors and
+values the database refuses (`DataError`) 400,
 requests over `MAX_REQUEST_BYTES` (body) or `MAX_URL_BYTES` (path + query) 413/414, an unreachable
 catalog 503. The Airflow plugin mounts the same app.
 """
@@ -15,7 +16,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DataError, OperationalError
 
 from catalog.api import columns, joinable, keys, tables, unionable
 from catalog.api.fast_path import LookupFastPath
@@ -70,6 +71,13 @@ def create_app(settings: Settings) -> FastAPI:
     @app.exception_handler(UserError)
     async def user_error(_request: Request, exc: UserError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    @app.exception_handler(DataError)
+    async def bad_value(_request: Request, exc: DataError) -> JSONResponse:
+        """The database refused a value of the request (PostgreSQL: NUL in text, a number out of
+        range...): the request's fault, whatever check let it through."""
+        log.info("database refused a request value", extra={"error": str(exc.orig)})
+        return JSONResponse({"detail": f"invalid value: {str(exc.orig).splitlines()[0]}"}, status_code=400)
 
     @app.exception_handler(OperationalError)
     async def catalog_down(_request: Request, exc: OperationalError) -> JSONResponse:

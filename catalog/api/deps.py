@@ -1,7 +1,8 @@
 """What every route needs: the catalog to read, and id checks at the edge.
 
 Ids are checked for shape before any query (DESIGN.md identity): a table_id is `socrata:…`,
-`ckan:…` or `file:…` without `#`; a column_id is `<table_id>#<header>`. Garbage is a 422 (FastAPI's
+`ckan:…` or `file:…` without `#`; a column_id is `<table_id>#<header>`; neither, nor any text
+parameter, holds a control character, NUL or an unpaired surrogate. Garbage is a 422 (FastAPI's
 validation error, naming the parameter), never a database round trip or a 500.
 
 Both are plain annotations rather than `Depends`: FastAPI resolves each dependency through its
@@ -11,9 +12,10 @@ a validator on the path parameter and one call on the request are close to free.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
-from fastapi import Path, Request
+from fastapi import Path, Query, Request
 from pydantic import AfterValidator
 from sqlalchemy import Connection, Engine
 
@@ -45,12 +47,27 @@ def catalog_of_state(state: Any) -> Connection:
     return connection
 
 
-def _printable(value: str) -> bool:
-    return value.isprintable() and value == value.strip()
+# Control characters (Unicode Cc: C0, DEL, C1, among them NUL) and surrogates. Landing removes NUL and
+# surrogates from everything it stores (`storable_text`) and a database may refuse them in a query
+# (PostgreSQL: "text fields cannot contain NUL"), so a parameter holding one is a 422 before any
+# query. Other characters (format marks such as RTL overrides, combining marks, no-break spaces) can
+# be in a stored header or file name and are accepted.
+_UNSTORABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _clean(value: str) -> bool:
+    return _UNSTORABLE.search(value) is None
+
+
+def check_text(value: str | None) -> str | None:
+    """A free-text query parameter (a source name): no control character, NUL or surrogate."""
+    if value is not None and not _clean(value):
+        raise ValueError("must not contain control characters, NUL or unpaired surrogates")
+    return value
 
 
 def check_table_id(table_id: str) -> str:
-    if not _printable(table_id) or not valid_table_id(table_id):
+    if not _clean(table_id) or table_id != table_id.strip() or not valid_table_id(table_id):
         raise ValueError("not a table_id (expected socrata:…, ckan:… or file:…)")
     return table_id
 
@@ -60,7 +77,8 @@ def check_column_id(column_id: str) -> str:
         table_id, header = split_column_id(column_id)
     except ValueError:
         raise ValueError("not a column_id (expected <table_id>#<header>)") from None
-    if not _printable(table_id) or not valid_table_id(table_id) or not header or not header.isprintable():
+    if (not _clean(column_id) or table_id != table_id.strip() or not valid_table_id(table_id)
+            or not header):
         raise ValueError("not a column_id (expected <table_id>#<header>)")
     return column_id
 
@@ -68,3 +86,5 @@ def check_column_id(column_id: str) -> str:
 TableId = Annotated[str, Path(max_length=MAX_ID_LENGTH, description="a table_id"), AfterValidator(check_table_id)]
 ColumnId = Annotated[str, Path(max_length=MAX_ID_LENGTH, description="a column_id: <table_id>#<header>, '#' as %23"),
                      AfterValidator(check_column_id)]
+SourceName = Annotated[str | None, Query(max_length=MAX_ID_LENGTH, description="only tables of this source"),
+                       AfterValidator(check_text)]

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 
 from catalog import lookup
-from catalog.api.deps import TableId, catalog_of
+from catalog.api.deps import SourceName, TableId, catalog_of
 from catalog.api.pages import JSON, Limit, Offset, Page, page_response, record_response
 
 router = APIRouter(prefix="/v1/tables", tags=["tables"])
@@ -15,7 +13,7 @@ router = APIRouter(prefix="/v1/tables", tags=["tables"])
 
 @router.get("", response_model=Page[lookup.TableInfo], summary="List tables, by table_id")
 async def list_tables(request: Request, limit: Limit = 100, offset: Offset = 0,
-                source: Annotated[str | None, Query(max_length=200)] = None) -> JSON:
+                source: SourceName = None) -> JSON:
     return page_response(lookup.tables(catalog_of(request), source=source, limit=limit, offset=offset), offset, limit)
 
 

@@ -18,18 +18,38 @@ NULL_LIKES = frozenset({"", "null", "none", "nan", "n/a", "na", "-"})
 
 _WHITESPACE = re.compile(r"\s+")
 _ZERO_FRACTION = re.compile(r"^([+-]?)(\d+)\.0+$")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(value: str) -> str:
+    """`value` with what no database and no UTF-8 store can hold taken out, by one fixed rule:
+    every NUL (U+0000) is removed and every surrogate code point (U+D800-U+DFFF; in a Python str
+    always a lone one, e.g. from a JSON `"\\ud800"` escape) becomes U+FFFD, the replacement character.
+
+    PostgreSQL rejects NUL in text and UTF-8 (Arrow, Delta, Spark, PostgreSQL) cannot encode a
+    surrogate, while SQLite stores both, so without this rule one catalog database would accept
+    what the other rejects. Landing applies it to every cell, header and text field, and
+    `normalize_token` applies it first, so a token is the same whether it is computed from the
+    raw file or from the landed cell.
+    """
+    if "\x00" in value:
+        value = value.replace("\x00", "")
+    if _SURROGATE.search(value) is not None:
+        value = _SURROGATE.sub("\ufffd", value)
+    return value
 
 
 def normalize_token(value: str | None) -> str | None:
     """The token for a cell value, or None when the value is null-like.
 
-    NFKC, trimmed, inner whitespace runs collapsed to one space, casefolded; `12.0`/`12.00` become
-    `12` so that an integer column exported as floats still joins its integer twin; other numbers
-    are kept as written (we do not guess at locales or precision).
+    `storable_text` first (NUL removed, lone surrogates replaced by U+FFFD), then NFKC, trimmed,
+    inner whitespace runs collapsed to one space, casefolded; `12.0`/`12.00` become `12` so that an
+    integer column exported as floats still joins its integer twin; other numbers are kept as
+    written (we do not guess at locales or precision). Tokens have no length limit.
     """
     if value is None:
         return None
-    text = _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", value)).strip().casefold()
+    text = _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", storable_text(value))).strip().casefold()
     if text in NULL_LIKES:
         return None
     m = _ZERO_FRACTION.match(text)
@@ -87,11 +107,27 @@ def ckan_table_id(host: str, package_id: str, resource_id: str) -> str:
 
 
 def file_table_id(relative_path: str | PurePosixPath) -> str:
-    """`file:<path relative to the source root>`, always with forward slashes."""
-    rel = PurePosixPath(str(relative_path).replace("\\", "/"))
+    """`file:<path relative to the source root>`, segments joined by `/`, one-to-one with the path.
+
+    `%`, `#`, `\\` and characters that are not printable are percent-encoded (UTF-8; an undecodable
+    byte that `os.fsdecode` kept as a lone surrogate becomes that byte), so a `#` never splits a
+    column_id, every id passes the API's id checks, and `a\\b.csv` and `a/b.csv` stay two tables.
+    """
+    rel = PurePosixPath(str(relative_path))
     if rel.is_absolute() or ".." in rel.parts:
         raise ValueError(f"lake file path must be relative and inside the root: {relative_path!r}")
-    return f"file:{rel}"
+    body = "".join(_escape_id_char(c) for c in str(rel))
+    trailing = len(body) - len(body.rstrip(" "))  # an id never ends in a space (the API trims ids)
+    return "file:" + body[: len(body) - trailing] + "%20" * trailing
+
+
+def _escape_id_char(c: str) -> str:
+    if c not in "%#\\" and c.isprintable():
+        return c
+    code = ord(c)
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"%{code - 0xDC00:02X}"
+    return "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
 
 
 def table_bucket(table_id: str, n_buckets: int) -> int:

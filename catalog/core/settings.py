@@ -68,6 +68,16 @@ class CrawlSettings:
     max_retry_after_s: float = 120.0  # a longer Retry-After is waited this long, then retried
     max_decompressed_bytes: int = 1024 * 1024 * 1024  # gzip files are unpacked up to this size
     page_size: int = 1000  # Socrata `limit` / CKAN `rows` per listing request (CKAN caps at 1000)
+    # Hosts a portal's resource URLs and redirects may lead to besides the portal's own: `host`
+    # (any port), `host:port`, or `*.domain` (its subdomains). Credentials never go to them.
+    allowed_hosts: tuple[str, ...] = ()
+    max_redirects: int = 5  # per request; each hop is checked against the URL policy
+    download_deadline_s: float = 600.0  # a whole download (all attempts) ends by then, however slow
+    # Limits per table, checked while a file is read (before its cells are materialised).
+    max_rows: int = 10_000_000
+    max_columns: int = 16_384
+    max_cells: int = 20_000_000
+    max_json_bytes: int = 64 * 1024 * 1024  # JSON is parsed in memory: larger documents are refused
 
 
 @dataclass(frozen=True)
@@ -133,6 +143,7 @@ ENV_VARS: Mapping[str, str] = {
     "JUNCTURE_LOG_FORMAT": "log_format",
     "JUNCTURE_AIRFLOW_API_URL": "airflow.api_url",
     "JUNCTURE_LOCK_WAIT_S": "lock_wait_s",
+    "JUNCTURE_CRAWL_ALLOWED_HOSTS": "crawl.allowed_hosts",
 }
 # Read elsewhere: the config file's path, and the fault-injection hooks of the crash-safety tests.
 _META_VARS = frozenset({"JUNCTURE_CONFIG", "JUNCTURE_FAULT", "JUNCTURE_FAULT_MODE", "JUNCTURE_FAULT_TRACE"})
@@ -262,6 +273,11 @@ def _coerce(hint: Any, value: Any, where: str, key: str) -> Any:
     if origin in (typing.Union, types.UnionType):  # `Path | None`
         inner = [a for a in typing.get_args(hint) if a is not type(None)]
         return _coerce(inner[0], value, where, key)
+    if origin is tuple:  # `tuple[str, ...]`: a TOML array, or a comma-separated environment string
+        items = [v.strip() for v in value.split(",")] if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)) or not all(isinstance(v, str) for v in items):
+            raise SettingsError(where, key, f"expected an array of strings, got {value!r}")
+        return tuple(v for v in items if v)
     if origin is dict:
         if not isinstance(value, Mapping) or not all(isinstance(v, (str, int, float, bool)) for v in value.values()):
             raise SettingsError(where, key, "expected a table of simple values")

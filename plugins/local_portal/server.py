@@ -10,7 +10,7 @@ Endpoints:
 
 Faults are scripted per path substring: `429` (with Retry-After), `500`, `404`, `slow` (sleeps
 `delay` seconds before answering), `truncate` (declares the full length, sends half and closes),
-`invalid_json`; each fires `times` times.
+`invalid_json`, `redirect` (302 to `location`); each fires `times` times.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class Fault:
     times: int = 1
     retry_after: int = 1
     delay: float = 0.0
+    location: str = ""
 
 
 class PortalServer(ThreadingHTTPServer):
@@ -104,6 +105,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             elif fault.kind in ("500", "404"):
                 self._send(int(fault.kind), b"<html><body>error</body></html>", "text/html")
+                return
+            elif fault.kind == "redirect":
+                self._send(302, b"", "text/plain", {"Location": fault.location})
                 return
             elif fault.kind == "invalid_json":
                 self._send(200, b'{"results": [ {"resource": ', "application/json")
@@ -208,7 +212,7 @@ class _Handler(BaseHTTPRequestHandler):
             "resources": [{
                 "id": r["id"], "name": r["name"], "format": r["format"], "last_modified": r["last_modified"],
                 "metadata_modified": r["last_modified"], "package_id": p["id"],
-                "url": f"{base}/download/{quote(p['id'], safe='')}/{quote(r['id'], safe='')}",
+                "url": r.get("url") or f"{base}/download/{quote(p['id'], safe='')}/{quote(r['id'], safe='')}",
             } for r in p["resources"]],
         } for p in page]}})
 
@@ -233,9 +237,10 @@ class PortalHandle:
         self.port = int(port)
         self.url = f"http://{host}:{port}"
 
-    def add_fault(self, match: str, kind: str, *, times: int = 1, retry_after: int = 1, delay: float = 0.0) -> None:
+    def add_fault(self, match: str, kind: str, *, times: int = 1, retry_after: int = 1, delay: float = 0.0,
+                  location: str = "") -> None:
         with self.server._fault_lock:
-            self.server.faults.append(Fault(match, kind, times, retry_after, delay))
+            self.server.faults.append(Fault(match, kind, times, retry_after, delay, location))
 
     def clear_faults(self) -> None:
         with self.server._fault_lock:

@@ -34,6 +34,7 @@ class Resource:
     file: str  # the sha256 of the bytes, the file's name under <data>/files
     last_modified: str
     content_encoding: str = ""  # "gzip": the stored bytes are sent with Content-Encoding: gzip
+    url: str = ""  # listed instead of the portal's own download URL (a resource hosted elsewhere)
 
 
 class PortalStore:
@@ -90,14 +91,15 @@ class PortalStore:
         return f"socrata/{ds_id}"
 
     def add_ckan(self, pkg_id: str, resources: list[tuple[str, str, bytes]], *, title: str = "",
-                 encodings: dict[str, str] | None = None) -> str:
-        """`resources` are (resource id, format, bytes); `encodings` maps a resource id to `gzip`."""
+                 encodings: dict[str, str] | None = None, urls: dict[str, str] | None = None) -> str:
+        """`resources` are (resource id, format, bytes); `encodings` maps a resource id to `gzip`,
+        `urls` a resource id to the URL the listing names for it (another host, say)."""
         with self._lock:
             stamp = self._stamp()
             self.datasets[f"ckan/{pkg_id}"] = {
                 "api": "ckan", "id": pkg_id, "title": title or pkg_id, "metadata_modified": stamp,
                 "resources": [vars(Resource(rid, f"{rid}.{fmt.lower()}", fmt.upper(), self.put_file(data), stamp,
-                                            (encodings or {}).get(rid, "")))
+                                            (encodings or {}).get(rid, ""), (urls or {}).get(rid, "")))
                               for rid, fmt, data in resources],
             }
             self._save()

@@ -19,6 +19,7 @@ from catalog.core.identity import ckan_table_id
 from catalog.core.settings import SourceConfig
 from plugins.sources.http_client import FetchError, HttpClient
 from plugins.sources.listing import PORTAL_ID, BadIdError, ListedTable, ListingError, check_id, tabular_format
+from plugins.sources.url_policy import UrlPolicy
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,7 @@ class CkanHook:
         self.base = source.url.rstrip("/")
         self.host = source.domain or (urlsplit(source.url).hostname or "")
         self.page_size = max(1, min(page_size, 1000))
+        self.policy = UrlPolicy(source.url, client.settings.allowed_hosts)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -42,7 +44,7 @@ class CkanHook:
             params["fq"] = f"metadata_modified:[{since} TO *]"
         try:
             doc = self.client.get_json(f"{self.base}/api/3/action/package_search", params=params,
-                                       headers=self.headers)
+                                       headers=self.headers, policy=self.policy)
         except FetchError as e:
             raise ListingError(f"ckan package_search at {self.host}: {e}") from None
         result = doc.get("result") if isinstance(doc, dict) and doc.get("success") else None
@@ -101,11 +103,12 @@ class CkanHook:
                 stamp = str(pkg.get("metadata_modified") or "")
             if url.startswith("/"):
                 url = self.base + url
-            bad_url = urlsplit(url).scheme not in ("http", "https")
+            refused = self.policy.refusal(url)
             out.append(ListedTable(
                 table_id=ckan_table_id(self.host, pkg_id, res_id), source=self.source.name,
                 name=str(res.get("name") or res_id), title=str(pkg.get("title") or "") or None,
-                stamp=stamp, format=fmt, url=url, headers=self.headers,
-                problem=f"resource URL is not http(s): {url[:80]!r}" if bad_url else None,
+                stamp=stamp, format=fmt, url=url, headers=self.policy.credentials_for(url, self.headers),
+                problem=f"resource URL {url[:80]!r} refused by the URL policy: {refused}" if refused else None,
+                policy=self.policy,
             ))
         return out

@@ -2,33 +2,45 @@
 and jitter on 429/5xx and connection errors (honouring `Retry-After`), and streaming downloads to
 disk with a size cap and a running SHA-256 (never the whole body in memory).
 
+Every request follows its source's `UrlPolicy` (plugins.sources.url_policy): redirects are followed
+here, one hop at a time, each hop checked against the policy, and credentials are dropped once a
+hop leaves the portal's origin. Every call has a total deadline (`download_deadline_s`) besides the
+per-read timeout: a server that trickles a byte every few seconds never times a read out, so each
+socket operation waits at most until the deadline (a network backend bounds it), and the call then
+fails without retrying.
+
 Plain Python over httpx, usable without Airflow. Sleeping goes through an injectable `sleep` so the
 tests can check the waits without waiting.
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import hashlib
+import json
 import logging
 import os
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
+import httpcore
 import httpx
 
 from catalog.core.errors import JunctureError
 from catalog.core.settings import CrawlSettings
+from plugins.sources.url_policy import UrlPolicy, is_internal, resolve_addresses
 
 log = logging.getLogger(__name__)
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
 
 
 class FetchError(JunctureError):
@@ -41,6 +53,95 @@ class FetchError(JunctureError):
 
 class TooLargeError(FetchError):
     """The body passed `max_download_bytes` (counted after any Content-Encoding is undone)."""
+
+
+class DeadlineError(FetchError):
+    """The call passed its total deadline (`download_deadline_s`); not retried."""
+
+
+class RefusedError(FetchError):
+    """The URL policy refused the URL or a redirect hop; not retried."""
+
+
+# This thread's current call: `.at`, the monotonic time it must end by; `.allow_internal`, whether
+# its connections may go to non-public addresses (only when the portal itself is on one).
+_DEADLINE = threading.local()
+
+
+def _bounded(timeout: float | None) -> float | None:
+    """`timeout` shortened to what is left of this thread's deadline (a ReadTimeout once it passed)."""
+    at = getattr(_DEADLINE, "at", None)
+    if at is None:
+        return timeout
+    remaining = at - time.monotonic()
+    if remaining <= 0:
+        raise httpcore.ReadTimeout("the download deadline passed")
+    return remaining if timeout is None else min(timeout, remaining)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket stream whose every read and write waits at most until the thread's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _bounded(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _bounded(timeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, _bounded(timeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    def __init__(self) -> None:
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        """A connection to `host`, pinned to addresses checked here: a public portal's call never
+        reaches a non-public address, even when DNS answers differently than it did for the URL check."""
+        if getattr(_DEADLINE, "allow_internal", True):
+            return _DeadlineStream(self._inner.connect_tcp(host, port, _bounded(timeout), local_address,
+                                                           socket_options))
+        addresses = resolve_addresses(host)
+        internal = [a for a in addresses if is_internal(a)]
+        if internal:
+            raise RefusedError(f"{host}:{port}", f"refused by the URL policy: host {host} resolves to the "
+                                                 f"non-public address {internal[0]}")
+        error: Exception = httpcore.ConnectError(f"{host} does not resolve")
+        for address in addresses:
+            try:
+                return _DeadlineStream(self._inner.connect_tcp(address, port, _bounded(timeout), local_address,
+                                                               socket_options))
+            except httpcore.ConnectError as e:
+                error = e
+        raise error
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore.NetworkStream:  # pragma: no cover - unused
+        return _DeadlineStream(self._inner.connect_unix_socket(path, _bounded(timeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:  # pragma: no cover - httpcore retries are off
+        self._inner.sleep(seconds)
+
+
+def _deadline_transport() -> httpx.HTTPTransport:
+    """httpx's transport over a connection pool whose sockets honour the deadline (httpx does not
+    take a network backend, so the pool it built is replaced by an equal one that uses ours)."""
+    transport = httpx.HTTPTransport()
+    transport._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(),
+                                              network_backend=_DeadlineBackend())
+    return transport
 
 
 @dataclass(frozen=True)
@@ -102,9 +203,9 @@ class HttpClient:
         self._sleep = sleep
         self._rng = rng or random.Random()
         self.limiter = HostRateLimiter(settings.requests_per_second, sleep=sleep)
-        self._client = httpx.Client(timeout=httpx.Timeout(settings.timeout_s), follow_redirects=True,
+        self._client = httpx.Client(timeout=httpx.Timeout(settings.timeout_s), follow_redirects=False,
                                     headers={"User-Agent": "juncture-crawler/0.1", **(headers or {})},
-                                    transport=transport)
+                                    transport=transport or _deadline_transport())
         self.n_requests = 0
         self.n_retries = 0
 
@@ -127,19 +228,29 @@ class HttpClient:
         return delay
 
     def _attempts(self, method: str, url: str, *, params: Mapping[str, Any] | None,
-                  headers: Mapping[str, str] | None, handle: Callable[[httpx.Response], Any]) -> Any:
-        if urlsplit(url).scheme not in ("http", "https"):
-            raise FetchError(url, "only http and https URLs are fetched")
-        host = urlsplit(url).netloc
+                  headers: Mapping[str, str] | None, handle: Callable[[httpx.Response], Any],
+                  policy: UrlPolicy | None) -> Any:
+        """`handle(response)` of the first good answer, retrying what retrying can fix, all within
+        the call's deadline. Without a policy, the URL's own origin is the portal's."""
+        policy = policy or UrlPolicy(url, self.settings.allowed_hosts)
+        _check(policy, url)
+        _DEADLINE.at = time.monotonic() + self.settings.download_deadline_s
+        _DEADLINE.allow_internal = policy.home_is_internal()
+        try:
+            return self._retrying(method, url, params, headers or {}, handle, policy)
+        finally:
+            _DEADLINE.at, _DEADLINE.allow_internal = None, True
+
+    def _retrying(self, method: str, url: str, params: Mapping[str, Any] | None, headers: Mapping[str, str],
+                  handle: Callable[[httpx.Response], Any], policy: UrlPolicy) -> Any:
         last: str = "no attempt"
+        status: int | None = None
         for attempt in range(self.settings.max_retries + 1):
             if attempt:
                 self.n_retries += 1
-            self.limiter.wait(host)
-            self.n_requests += 1
             retry_after = None
             try:
-                with self._client.stream(method, url, params=params, headers=headers) as resp:
+                with self._follow(method, url, params, headers, policy) as resp:
                     if resp.status_code in RETRY_STATUS:
                         retry_after = retry_after_seconds(resp.headers.get("Retry-After"))
                         last = f"HTTP {resp.status_code}"
@@ -149,23 +260,53 @@ class HttpClient:
                     else:
                         return handle(resp)
             except (httpx.TransportError, httpx.DecodingError) as e:  # connection, timeout, truncated body
+                _check_deadline(url, self.settings.download_deadline_s)
                 last = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
                 status = None
             if attempt < self.settings.max_retries:
                 delay = self.backoff(attempt, retry_after)
+                if time.monotonic() + delay > _DEADLINE.at:
+                    raise DeadlineError(url, f"gave up at the deadline of {self.settings.download_deadline_s:g} s "
+                                             f"(next retry would start after it): {last}", status)
                 log.info("retrying", extra={"url": _short(url), "attempt": attempt + 1, "reason": last,
                                             "delay_s": round(delay, 3)})
                 self._sleep(delay)
         raise FetchError(url, f"gave up after {self.settings.max_retries + 1} attempts: {last}", status)
 
-    def get_json(self, url: str, *, params: Mapping[str, Any] | None = None,
-                 headers: Mapping[str, str] | None = None) -> Any:
-        """GET a JSON document (capped at max_download_bytes); invalid JSON is a FetchError."""
-        import json
+    @contextlib.contextmanager
+    def _follow(self, method: str, url: str, params: Mapping[str, Any] | None, headers: Mapping[str, str],
+                policy: UrlPolicy) -> Iterator[httpx.Response]:
+        """The response at the end of `url`'s redirects, each hop checked against `policy`; the
+        credentials in `headers` go only to the portal's origin, and never again once a hop left it."""
+        credentials = policy.credentials_for(url, headers)
+        for _hop in range(self.settings.max_redirects + 1):
+            _check(policy, url)
+            self.limiter.wait(urlsplit(url).netloc)
+            self.n_requests += 1
+            resp = self._client.send(self._client.build_request(method, url, params=params, headers=credentials),
+                                     stream=True)
+            location = resp.headers.get("Location") if resp.status_code in REDIRECT_STATUS else None
+            if location is None:
+                try:
+                    yield resp
+                finally:
+                    resp.close()
+                return
+            resp.close()
+            url, params = urljoin(str(resp.url), location), None
+            if credentials and not policy.credentials_for(url, credentials):
+                credentials = {}
+            if resp.status_code == 303:
+                method = "GET"
+        raise RefusedError(url, f"more than {self.settings.max_redirects} redirects")
 
+    def get_json(self, url: str, *, params: Mapping[str, Any] | None = None,
+                 headers: Mapping[str, str] | None = None, policy: UrlPolicy | None = None) -> Any:
+        """GET a JSON document (capped at max_download_bytes); invalid JSON is a FetchError."""
         def handle(resp: httpx.Response) -> Any:
             body = bytearray()
             for chunk in resp.iter_bytes():
+                _check_deadline(url, self.settings.download_deadline_s)
                 body += chunk
                 if len(body) > self.settings.max_download_bytes:
                     raise TooLargeError(url, f"response larger than {self.settings.max_download_bytes} bytes")
@@ -174,12 +315,13 @@ class HttpClient:
             except ValueError as e:
                 raise FetchError(url, f"invalid JSON from portal: {e}") from None
 
-        return self._attempts("GET", url, params=params, headers=headers, handle=handle)
+        return self._attempts("GET", url, params=params, headers=headers, handle=handle, policy=policy)
 
     def download(self, url: str, dest_dir: Path, *, params: Mapping[str, Any] | None = None,
-                 headers: Mapping[str, str] | None = None) -> Download:
+                 headers: Mapping[str, str] | None = None, policy: UrlPolicy | None = None) -> Download:
         """Stream `url` into a new temp file under `dest_dir`, hashing as it goes. The caller moves
-        or deletes the file. Bodies over `max_download_bytes` (after decompression) are refused."""
+        or deletes the file. Bodies over `max_download_bytes` (after decompression) are refused, and
+        so is a download still running at `download_deadline_s`."""
         dest_dir.mkdir(parents=True, exist_ok=True)
         limit = self.settings.max_download_bytes
 
@@ -192,6 +334,7 @@ class HttpClient:
             try:
                 with tmp.open("wb") as f:
                     for chunk in resp.iter_bytes(64 * 1024):
+                        _check_deadline(url, self.settings.download_deadline_s)
                         n += len(chunk)
                         if n > limit:
                             raise TooLargeError(url, f"download over the limit of {limit} bytes")
@@ -202,4 +345,16 @@ class HttpClient:
                 raise
             return Download(tmp, digest.hexdigest(), n, resp.headers.get("Content-Type", ""))
 
-        return self._attempts("GET", url, params=params, headers=headers, handle=handle)
+        return self._attempts("GET", url, params=params, headers=headers, handle=handle, policy=policy)
+
+
+def _check(policy: UrlPolicy, url: str) -> None:
+    reason = policy.refusal(url)
+    if reason is not None:
+        raise RefusedError(url, f"refused by the URL policy: {reason}")
+
+
+def _check_deadline(url: str, deadline_s: float) -> None:
+    at = getattr(_DEADLINE, "at", None)
+    if at is not None and time.monotonic() >= at:
+        raise DeadlineError(url, f"not finished within the deadline of {deadline_s:g} s")

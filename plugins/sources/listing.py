@@ -3,10 +3,12 @@ portal ids from ever becoming paths or SQL."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
 from catalog.core.errors import JunctureError
+from plugins.sources.url_policy import UrlPolicy
 
 SOCRATA_ID = re.compile(r"^[a-z0-9]{4}-[a-z0-9]{4}$")
 PORTAL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,199}$")
@@ -26,7 +28,8 @@ class BadIdError(JunctureError):
 @dataclass(frozen=True)
 class ListedTable:
     """A table a source offers. `stamp` is the portal's modification stamp (or mtime:size for files);
-    `url`/`path` says where its bytes are. `problem` marks an entry that is listed but unusable."""
+    `url`/`path` says where its bytes are; `policy` is the source's URL policy, which the download
+    and its redirects follow. `problem` marks an entry that is listed but unusable."""
 
     table_id: str
     source: str
@@ -39,6 +42,7 @@ class ListedTable:
     headers: dict[str, str] = field(default_factory=dict)
     portal_types: tuple[str, ...] = ()
     problem: str | None = None
+    policy: UrlPolicy | None = field(default=None, compare=False, repr=False)
 
 
 def check_id(value: object, pattern: re.Pattern[str], what: str) -> str:
@@ -58,3 +62,15 @@ def tabular_format(fmt: str | None, url: str = "", mimetype: str | None = None) 
         if path.endswith("." + suffix):
             return suffix
     return None
+
+
+def reject_duplicate_ids(entries: list[ListedTable]) -> list[ListedTable]:
+    """Entries that share a table_id all become problems naming each other: landing both would
+    let one overwrite the other's cells, and picking one would hide the other."""
+    names: dict[str, list[str]] = {}
+    for e in entries:
+        names.setdefault(e.table_id, []).append(e.name)
+    return [e if len(names[e.table_id]) == 1 else dataclasses.replace(
+        e, problem=f"{len(names[e.table_id])} entries map to table_id {e.table_id!r}: "
+                   + ", ".join(repr(n) for n in sorted(names[e.table_id])))
+        for e in entries]

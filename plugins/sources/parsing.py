@@ -12,6 +12,13 @@ or raises `ParseError` with a readable reason that the crawl records for that on
   quotes that break the column count, oversized rows) the Python csv reader parses it leniently:
   short rows are padded with nulls, long rows are cut, and both are counted.
 
+A file cannot exhaust memory: `ParseLimits` caps rows, columns and cells per table, checked while
+the file is read and before its cells are held (a CSV's header is scanned as a stream, CSV rows
+arrive in batches, an XLSX sheet's declared dimension is ignored and its rows counted as they come,
+Parquet and Delta sizes are read from their metadata, JSON is refused above `max_json_bytes`), and
+compressed or binary content other than gzip (bzip2, xz, zstd, 7z, RAR, PDF, images, executables)
+is refused instead of landing as a one-column table of garbage.
+
 Cell values are the raw texts; an empty field is None. Headers are raw (blank and repeated headers
 are named by `catalog.core.identity.column_headers` when landing).
 """
@@ -24,16 +31,30 @@ import gzip
 import io
 import json
 import os
-from collections.abc import Iterable, Sequence
+import re
+import unicodedata
+import zipfile
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+if TYPE_CHECKING:
+    from catalog.core.settings import CrawlSettings
+
 SAMPLE_BYTES = 64 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZIP_MAGIC = b"PK\x03\x04"
+# Formats that are not text and that we do not unpack: refused by their first bytes.
+_REFUSED_MAGIC = ((b"BZh", "bzip2-compressed"), (b"\xfd7zXZ\x00", "xz-compressed"),
+                  (b"\x28\xb5\x2f\xfd", "zstd-compressed"),
+                  (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"), (b"Rar!\x1a\x07", "a RAR archive"),
+                  (b"%PDF-", "a PDF document"), (b"\x7fELF", "an executable"), (b"\x89PNG", "a PNG image"),
+                  (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"), (b"\x04\x22\x4d\x18", "LZ4-compressed"),
+                  (b"PAR1", "a Parquet file"), (_ZIP_MAGIC, "a ZIP archive"))
+_BINARY_SHARE = 0.05  # decoded text with more control or undecodable characters than this is binary
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 
@@ -59,13 +80,34 @@ class ParsedContent:
 class ParseLimits:
     max_cell_bytes: int = 1024 * 1024
     max_decompressed_bytes: int = 1024 * 1024 * 1024
+    max_rows: int = 10_000_000
+    max_columns: int = 16_384
+    max_cells: int = 20_000_000
+    max_json_bytes: int = 64 * 1024 * 1024
+    max_file_bytes: int | None = None  # None: no cap on the file itself (a crawl caps downloads)
+
+    @classmethod
+    def from_settings(cls, crawl: CrawlSettings) -> ParseLimits:
+        return cls(max_cell_bytes=crawl.max_cell_bytes, max_decompressed_bytes=crawl.max_decompressed_bytes,
+                   max_rows=crawl.max_rows, max_columns=crawl.max_columns, max_cells=crawl.max_cells,
+                   max_json_bytes=crawl.max_json_bytes, max_file_bytes=crawl.max_download_bytes)
+
+    def check_shape(self, n_rows: int, n_columns: int) -> None:
+        """ParseError when a table of this shape is over a limit (called as rows arrive)."""
+        if n_columns > self.max_columns:
+            raise ParseError(f"more than {self.max_columns} columns (crawl.max_columns)")
+        if n_rows > self.max_rows:
+            raise ParseError(f"more than {self.max_rows} rows (crawl.max_rows)")
+        if n_rows * n_columns > self.max_cells:
+            raise ParseError(f"more than {self.max_cells} cells: {n_rows} rows x {n_columns} columns "
+                             "(crawl.max_cells)")
 
 
 class CappedReader(io.RawIOBase):
     """A read-only stream that fails once more than `limit` bytes came out of `inner`."""
 
-    def __init__(self, inner: IO[bytes], limit: int, what: str) -> None:
-        self.inner, self.limit, self.what, self.n = inner, limit, what, 0
+    def __init__(self, inner: IO[bytes], limit: int, what: str, hint: str = " (a gzip bomb?)") -> None:
+        self.inner, self.limit, self.what, self.n, self.hint = inner, limit, what, 0, hint
 
     def readable(self) -> bool:
         return True
@@ -74,7 +116,7 @@ class CappedReader(io.RawIOBase):
         data = self.inner.read(len(b))
         self.n += len(data)
         if self.n > self.limit:
-            raise ParseError(f"{self.what} larger than {self.limit} bytes (a gzip bomb?)")
+            raise ParseError(f"{self.what} larger than {self.limit} bytes{self.hint}")
         b[: len(data)] = data
         return len(data)
 
@@ -127,60 +169,123 @@ def check_not_html(text_sample: str) -> None:
 def parse_file(path: str, fmt: str, limits: ParseLimits) -> ParsedContent:
     """Parse a local file of format csv, tsv, json, xlsx, parquet (a file) or delta (a folder)."""
     if fmt == "delta":
-        return _parse_delta(path)
-    if os.path.getsize(path) == 0:
+        return _parse_delta(path, limits)
+    size = os.path.getsize(path)
+    if size == 0:
         raise ParseError("empty file")
+    if limits.max_file_bytes is not None and size > limits.max_file_bytes:
+        raise ParseError(f"file of {size} bytes is over the limit of {limits.max_file_bytes}")
     if fmt == "parquet":
-        return _parse_parquet([path])
+        return _parse_parquet([path], limits)
     with open(path, "rb") as f:
         magic = f.read(4)
     if fmt == "xlsx" or (magic == _ZIP_MAGIC and fmt in ("csv", "tsv")):
-        return _parse_xlsx(path)
+        return _parse_xlsx(path, limits)
     with open_payload(path, limits) as stream:
         sample = stream.read(SAMPLE_BYTES)
     if not sample.strip(b" \t\r\n\x00\xef\xbb\xbf\xff\xfe"):
         raise ParseError("empty file" if not sample else "file holds only whitespace")
+    check_not_binary_magic(sample)
     encoding = detect_encoding(sample)
     text_sample = sample.decode(encoding, errors="replace")
     check_not_html(text_sample)
+    check_text(text_sample)
     if fmt == "json":
         return _parse_json(path, encoding, limits)
     delimiter = "\t" if fmt == "tsv" else ","
     first_line = text_sample.split("\n", 1)[0]
     if fmt == "csv" and "," not in first_line and "\t" in first_line:
         delimiter = "\t"
+    width = first_record_width(path, encoding, delimiter, limits)
     try:
-        parsed = _parse_csv_arrow(path, encoding, delimiter, text_sample, limits)
+        parsed = _parse_csv_arrow(path, encoding, delimiter, width, limits)
     except _FallBackError:
         parsed = _parse_csv_python(path, encoding, delimiter, limits)
     parsed.encoding = encoding
     return parsed
 
 
+def check_not_binary_magic(sample: bytes) -> None:
+    """ParseError for content that announces a format we do not read as text (only gzip is unpacked)."""
+    for magic, what in _REFUSED_MAGIC:
+        if sample.startswith(magic):
+            raise ParseError(f"the content is {what}, not a table (only gzip is unpacked)")
+
+
+def check_text(text_sample: str) -> None:
+    """ParseError when decoded text is mostly control or undecodable characters: binary content."""
+    if not text_sample:
+        return
+    # NUL is left out: a text cell may hold one (the token contract handles it), and a few odd
+    # characters in a small file are data, not a sign of binary content.
+    bad = sum(1 for c in text_sample
+              if c == "\ufffd" or (c not in "\t\n\r\f\x00" and unicodedata.category(c) == "Cc"))
+    if bad >= 16 and bad > _BINARY_SHARE * len(text_sample):
+        raise ParseError(f"binary content, not text ({bad} of the first {len(text_sample)} characters are "
+                         "control or undecodable characters)")
+
+
+def first_record_width(path: str, encoding: str, delimiter: str, limits: ParseLimits) -> int:
+    """The number of fields in the first CSV record (0: none), read as a stream and cut off once it
+    passes `max_columns`, so a single 20 MB line of delimiters never becomes millions of fields.
+
+    The scan toggles "quoted" at every quote (an escaped `""` toggles twice), which may read past the
+    record's real end but not stop short of it; Python's csv reader then splits the text it kept."""
+    special = re.compile("[\"\r\n" + re.escape(delimiter) + "]")
+    fields, in_quotes, content, complete = 1, False, False, True
+    kept: list[str] = []
+    with open_payload(path, limits) as raw, io.TextIOWrapper(raw, encoding=encoding, errors="replace",
+                                                               newline="") as text:
+        while chunk := text.read(SAMPLE_BYTES):
+            if len(kept) * SAMPLE_BYTES <= limits.max_cell_bytes * 2:
+                kept.append(chunk)
+            else:
+                complete = False
+            pos, end = 0, None
+            for m in special.finditer(chunk):
+                c, content = m.group(), content or m.start() > pos
+                pos = m.end()
+                if c == '"':
+                    in_quotes, content = not in_quotes, True
+                elif in_quotes:
+                    continue
+                elif c == delimiter:
+                    fields, content = fields + 1, True
+                    if fields > limits.max_columns:
+                        raise ParseError(f"the header has more than {limits.max_columns} columns "
+                                         "(crawl.max_columns)")
+                elif content:
+                    end = m.start()
+                    break
+            if end is not None:
+                break
+            content = content or pos < len(chunk)
+    if not complete:
+        return fields
+    try:
+        first = next(csv.reader(io.StringIO("".join(kept).lstrip("\ufeff")), delimiter=delimiter), [])
+    except csv.Error:
+        return fields
+    return len(first)
+
+
 class _FallBackError(Exception):
     pass
 
 
-def _header_width(text_sample: str, delimiter: str) -> int:
-    try:
-        first = next(csv.reader(io.StringIO(text_sample.lstrip("\ufeff")), delimiter=delimiter))
-    except (StopIteration, csv.Error):
-        return 0
-    return len(first)
-
-
-def _parse_csv_arrow(path: str, encoding: str, delimiter: str, text_sample: str, limits: ParseLimits) -> ParsedContent:
+def _parse_csv_arrow(path: str, encoding: str, delimiter: str, width: int, limits: ParseLimits) -> ParsedContent:
     import pyarrow.csv as pcsv
 
-    width = _header_width(text_sample, delimiter)
     if width == 0:
         raise _FallBackError()
     names = [f"f{i}" for i in range(width)]
     arrow_encoding = "utf8" if encoding in ("utf-8", "utf-8-sig", "ascii") else encoding
     block = max(1 << 20, min(limits.max_cell_bytes * 2, 64 << 20))
+    batches: list[pa.RecordBatch] = []
+    n = 0
     try:
         with open_payload(path, limits) as stream:
-            table = pcsv.read_csv(
+            reader = pcsv.open_csv(
                 stream,
                 read_options=pcsv.ReadOptions(column_names=names, encoding=arrow_encoding, block_size=block,
                                               use_threads=False),
@@ -189,10 +294,15 @@ def _parse_csv_arrow(path: str, encoding: str, delimiter: str, text_sample: str,
                                                     strings_can_be_null=True, null_values=[""],
                                                     quoted_strings_can_be_null=True),
             )
+            for batch in reader:  # rows arrive a block at a time: the limits stop a bomb early
+                n += batch.num_rows
+                limits.check_shape(max(n - 1, 0), width)
+                batches.append(batch)
     except ParseError:
         raise
     except (pa.ArrowInvalid, pa.ArrowException, UnicodeDecodeError, ValueError):
         raise _FallBackError() from None
+    table = pa.Table.from_batches(batches, schema=pa.schema([(name, pa.string()) for name in names]))
     if table.num_rows == 0:
         raise ParseError("empty file")
     problems: list[str] = []
@@ -212,6 +322,15 @@ def _parse_csv_arrow(path: str, encoding: str, delimiter: str, text_sample: str,
     return ParsedContent(headers, columns, body.num_rows, problems=problems)
 
 
+def _guarded_lines(text: IO[str], delimiter: str, limits: ParseLimits) -> Iterator[str]:
+    """The lines of `text`, refusing one with more delimiters than `max_columns` allows before the
+    csv module turns it into a list (quoted delimiters count too: such a line is refused)."""
+    for number, line in enumerate(text, start=1):
+        if line.count(delimiter) >= limits.max_columns:
+            raise ParseError(f"line {number} has more than {limits.max_columns} fields (crawl.max_columns)")
+        yield line
+
+
 def _parse_csv_python(path: str, encoding: str, delimiter: str, limits: ParseLimits) -> ParsedContent:
     old_limit = csv.field_size_limit()
     csv.field_size_limit(max(limits.max_cell_bytes, 1))
@@ -219,16 +338,20 @@ def _parse_csv_python(path: str, encoding: str, delimiter: str, limits: ParseLim
     try:
         with open_payload(path, limits) as raw, io.TextIOWrapper(raw, encoding=encoding, errors="replace",
                                                                    newline="") as text:
-            reader = csv.reader(text, delimiter=delimiter, strict=False)
+            reader = csv.reader(_guarded_lines(text, delimiter, limits), delimiter=delimiter, strict=False)
             try:
                 header = next(reader, None)
                 if header is None:
                     raise ParseError("empty file")
                 width = len(header)
+                limits.check_shape(0, width)
                 cols: list[list[str | None]] = [[] for _ in range(width)]
+                n_rows = 0
                 for row in reader:
                     if not row:
                         continue
+                    n_rows += 1
+                    limits.check_shape(n_rows, width)
                     if len(row) < width:
                         ragged_short += 1
                         row = row + [""] * (width - len(row))
@@ -278,9 +401,11 @@ def cell_text(value: Any) -> str | None:
 
 def _rows_to_content(header: Sequence[Any], rows: Iterable[Sequence[Any]], limits: ParseLimits) -> ParsedContent:
     width = len(header)
+    limits.check_shape(0, width)
     cols: list[list[str | None]] = [[] for _ in range(width)]
     short = long = 0
-    for row in rows:
+    for n_rows, row in enumerate(rows, start=1):
+        limits.check_shape(n_rows, width)
         row = list(row)
         if len(row) < width:
             short += 1
@@ -301,7 +426,10 @@ def _rows_to_content(header: Sequence[Any], rows: Iterable[Sequence[Any]], limit
 
 def _parse_json(path: str, encoding: str, limits: ParseLimits) -> ParsedContent:
     try:
-        with open_payload(path, limits) as raw, io.TextIOWrapper(raw, encoding=encoding) as text:
+        with open_payload(path, limits) as raw, io.TextIOWrapper(
+                io.BufferedReader(CappedReader(raw, limits.max_json_bytes, "JSON document",
+                                               " (JSON is parsed in memory: crawl.max_json_bytes)")),
+                encoding=encoding) as text:
             doc = json.load(text)
     except (ValueError, UnicodeDecodeError) as e:
         raise ParseError(f"invalid JSON: {e}") from None
@@ -318,6 +446,7 @@ def _parse_json(path: str, encoding: str, limits: ParseLimits) -> ParsedContent:
     if not doc:
         raise ParseError("JSON holds no records")
     if all(isinstance(r, dict) for r in doc):
+        limits.check_shape(len(doc), 1)
         names: list[str] = []
         seen: set[str] = set()
         for r in doc:
@@ -325,30 +454,68 @@ def _parse_json(path: str, encoding: str, limits: ParseLimits) -> ParsedContent:
                 if k not in seen:
                     seen.add(k)
                     names.append(k)
+                    limits.check_shape(len(doc), len(names))
         return _rows_to_content(names, ([r.get(k) for k in names] for r in doc), limits)
     if all(isinstance(r, list) for r in doc):
         return _rows_to_content(doc[0], doc[1:], limits)
     raise ParseError("JSON records are neither all objects nor all arrays")
 
 
-def _parse_xlsx(path: str) -> ParsedContent:
+def _parse_xlsx(path: str, limits: ParseLimits) -> ParsedContent:
+    """The first sheet, streamed. The sheet's declared dimension is ignored (a 4 KB file may declare
+    `A1:XFD20000` and have every row padded to it): rows are taken as stored, the table is as wide
+    as its widest row, and the limits are checked as rows arrive."""
     try:
         import openpyxl
     except ImportError:  # pragma: no cover - openpyxl is installed
         raise ParseError("no XLSX reader installed") from None
+    try:
+        with zipfile.ZipFile(path) as z:
+            unpacked = sum(i.file_size for i in z.infolist())
+    except (zipfile.BadZipFile, OSError) as e:
+        raise ParseError(f"unreadable XLSX: {type(e).__name__}: {e}") from None
+    if unpacked > limits.max_decompressed_bytes:
+        raise ParseError(f"XLSX unpacks to {unpacked} bytes, over the limit of {limits.max_decompressed_bytes} "
+                         "(a zip bomb?)")
     try:
         wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
     except Exception as e:
         raise ParseError(f"unreadable XLSX: {type(e).__name__}: {e}") from None
     try:
         ws = wb.worksheets[0]
+        if hasattr(ws, "reset_dimensions"):
+            ws.reset_dimensions()
         rows = ws.iter_rows(values_only=True)
         header = next(rows, None)
         if header is None:
             raise ParseError("empty spreadsheet")
-        return _rows_to_content(list(header), rows, ParseLimits())
+        return _sheet_content(list(header), rows, limits)
     finally:
         wb.close()
+
+
+def _sheet_content(header: list[Any], rows: Iterable[Sequence[Any]], limits: ParseLimits) -> ParsedContent:
+    """Like `_rows_to_content`, but a row longer than the header widens the table (spreadsheets
+    store no trailing empty cells, so width is the widest row), and short rows are not a problem."""
+    limits.check_shape(0, len(header))
+    cols: list[list[str | None]] = [[] for _ in header]
+    n = 0
+    for row in rows:
+        n += 1
+        width = max(len(cols), len(row))
+        limits.check_shape(n, width)
+        while len(cols) < width:
+            cols.append([None] * (n - 1))
+            header.append(None)
+        for j in range(width):
+            t = cell_text(row[j]) if j < len(row) else None
+            if t is not None and len(t) > limits.max_cell_bytes:
+                raise ParseError(f"a cell of {len(t)} characters is over the limit of {limits.max_cell_bytes}")
+            cols[j].append(None if t == "" else t)
+    while cols and header[-1] is None and all(v is None for v in cols[-1]):
+        cols.pop()  # trailing columns that are empty everywhere (formatting, not data)
+        header.pop()
+    return ParsedContent([None if h is None else str(h) for h in header], cols, n)
 
 
 def arrow_as_text(table: pa.Table) -> ParsedContent:
@@ -363,17 +530,19 @@ def arrow_as_text(table: pa.Table) -> ParsedContent:
     return ParsedContent(list(table.column_names), cols, table.num_rows)
 
 
-def _parse_parquet(files: list[str]) -> ParsedContent:
+def _parse_parquet(files: list[str], limits: ParseLimits) -> ParsedContent:
     import pyarrow.parquet as pq
 
     try:
+        metas = [pq.ParquetFile(f).metadata for f in files]
+        limits.check_shape(sum(m.num_rows for m in metas), max(m.num_columns for m in metas))
         table = pq.read_table(files) if len(files) != 1 else pq.read_table(files[0])
     except (pa.ArrowException, OSError) as e:
         raise ParseError(f"unreadable Parquet: {e}") from None
     return arrow_as_text(table)
 
 
-def _parse_delta(path: str) -> ParsedContent:
+def _parse_delta(path: str, limits: ParseLimits) -> ParsedContent:
     from urllib.parse import unquote
 
     import pyarrow.parquet as pq
@@ -385,6 +554,8 @@ def _parse_delta(path: str) -> ParsedContent:
         dt = DeltaTable(path)
         schema = pa.schema(dt.schema().to_arrow())  # type: ignore[arg-type]
         part_cols = list(dt.metadata().partition_columns)
+        records = pa.table(dt.get_add_actions(flatten=True)).column("num_records").to_pylist()
+        limits.check_shape(sum(r or 0 for r in records), len(schema))
         data_schema = pa.schema([f for f in schema if f.name not in part_cols])
         parts = []
         for uri in sorted(delta_file_paths(dt)):
@@ -396,6 +567,8 @@ def _parse_delta(path: str) -> ParsedContent:
                                                            else raw] * piece.num_rows, pa.string()))
             parts.append(piece.select(schema.names))
         table = pa.concat_tables(parts, promote_options="permissive") if parts else schema.empty_table()
+    except ParseError:
+        raise
     except Exception as e:
         raise ParseError(f"unreadable Delta table: {type(e).__name__}: {e}") from None
     return arrow_as_text(table)

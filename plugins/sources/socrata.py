@@ -4,7 +4,8 @@
   `scroll_id=<last id>` (offset paging stops at 10,000 results); results are deduplicated by id.
 * Export: `GET {url}/api/views/{id}/rows.csv?accessType=DOWNLOAD` (the id is checked against
   Socrata's four-by-four shape before it goes into a URL).
-* `X-App-Token` is sent when the source has an app token.
+* `X-App-Token` is sent when the source has an app token, only to the portal's own origin (a
+  redirect elsewhere drops it: plugins.sources.url_policy).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from catalog.core.identity import socrata_table_id
 from catalog.core.settings import SourceConfig
 from plugins.sources.http_client import FetchError, HttpClient
 from plugins.sources.listing import SOCRATA_ID, BadIdError, ListedTable, ListingError, check_id
+from plugins.sources.url_policy import UrlPolicy
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,7 @@ class SocrataHook:
         self.base = source.url.rstrip("/")
         self.domain = source.domain or (urlsplit(source.url).hostname or "")
         self.page_size = max(1, min(page_size, 10_000))
+        self.policy = UrlPolicy(source.url, client.settings.allowed_hosts)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -41,7 +44,8 @@ class SocrataHook:
             if scroll_id is not None:
                 params["scroll_id"] = scroll_id
             try:
-                doc = self.client.get_json(f"{self.base}/api/catalog/v1", params=params, headers=self.headers)
+                doc = self.client.get_json(f"{self.base}/api/catalog/v1", params=params, headers=self.headers,
+                                           policy=self.policy)
             except FetchError as e:
                 raise ListingError(f"socrata catalog of {self.domain}: {e}") from None
             results = doc.get("results") if isinstance(doc, dict) else None
@@ -85,6 +89,6 @@ class SocrataHook:
             table_id=socrata_table_id(self.domain, ds_id), source=self.source.name, name=ds_id,
             title=str(res.get("name") or "") or None, stamp=stamp, format="csv",
             url=f"{self.base}/api/views/{quote(ds_id, safe='')}/rows.csv?accessType=DOWNLOAD",
-            headers=self.headers,
+            headers=self.headers, policy=self.policy,
             portal_types=tuple(str(t) for t in types) if isinstance(types, list) else (),
         )

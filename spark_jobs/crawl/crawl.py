@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from catalog.core.errors import UserError
 from catalog.core.logs import log_context
 from catalog.core.settings import Settings, SourceConfig, load_settings
-from plugins.sources.folder import folder_filesystem, list_folder
+from plugins.sources.folder import folder_filesystem, list_source_folder
 from plugins.sources.http_client import FetchError, HttpClient
 from plugins.sources.listing import BadIdError, ListedTable, ListingError
 from plugins.sources.parsing import ParseError, ParseLimits, delta_content_sha256, parse_file
@@ -173,7 +173,7 @@ def _list_source(source: SourceConfig, client: HttpClient, settings: Settings) -
         from plugins.sources.ckan import CkanHook
 
         return CkanHook(source, client, page_size=settings.crawl.page_size).list_tables()
-    return list_folder(source.path, source.name)
+    return list_source_folder(source.path, source.name, settings)
 
 
 def _to_parsed(entry: ListedTable, content: Any, sha: str) -> ParsedTable:
@@ -194,8 +194,7 @@ def run_crawl(settings: Settings, *, source_name: str | None = None, folder: str
     sources = _sources(settings, source_name, folder)
     files = _LakeFiles(settings.lake)
     tmp_dir = Path(settings.home) / "crawl-tmp"
-    limits = ParseLimits(max_cell_bytes=settings.crawl.max_cell_bytes,
-                         max_decompressed_bytes=settings.crawl.max_decompressed_bytes)
+    limits = ParseLimits.from_settings(settings.crawl)
     report = CrawlReport()
     prior = _prior_state(LakeStore(settings.lake, spark))
     own_client = client is None
@@ -291,7 +290,7 @@ def _crawl_one(entry: ListedTable, source: SourceConfig, prev: _Prior | None, cl
                     path = str(tmp)
                 sha, n = _file_sha256(path)
         else:
-            dl = client.download(entry.url, tmp_dir, headers=entry.headers)
+            dl = client.download(entry.url, tmp_dir, headers=entry.headers, policy=entry.policy)
             tmp, sha, n, path = dl.path, dl.sha256, dl.n_bytes, str(dl.path)
             report.bytes += n
         if settled and prev.sha == sha:
@@ -311,8 +310,8 @@ def _crawl_one(entry: ListedTable, source: SourceConfig, prev: _Prior | None, cl
             report.new += 1
         else:
             report.changed += 1
-    except (FetchError, ParseError, OSError) as e:
-        reason = e.reason if isinstance(e, (FetchError, ParseError)) else f"{type(e).__name__}: {e}"
+    except (FetchError, ParseError, OSError, MemoryError) as e:  # one dataset fails, the crawl goes on
+        reason = e.reason if isinstance(e, (FetchError, ParseError)) else f"{type(e).__name__}: {e}".rstrip(": ")
         report.fail(entry.table_id, reason)
     finally:
         if tmp is not None:

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from catalog.core.identity import column_headers, table_bucket
+from catalog.core.identity import column_headers, storable_text, table_bucket
 from catalog.core.logs import log_context
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import (
@@ -69,18 +70,33 @@ def cells_of(table: ParsedTable, n_buckets: int) -> pa.Table:
             "bucket": pa.array(np.full(n, bucket, dtype=np.int32)),
             "row": pa.array(np.arange(n, dtype=np.int64)),
             "col": pa.array(np.full(n, col, dtype=np.int32)),
-            "value": pa.array(values, pa.string()),
+            "value": _storable_array(values),
         }, schema=CELLS_SCHEMA))
     return pa.concat_tables(parts) if parts else CELLS_SCHEMA.empty_table()
 
 
+def _storable_array(values: Sequence[str | None]) -> pa.Array:
+    """Cell texts as an Arrow string array under `storable_text` (NUL removed, lone surrogates
+    replaced): vectorised for NUL; the per-value path only for a column Arrow cannot encode."""
+    try:
+        array = pa.array(values, pa.string())
+    except UnicodeEncodeError:  # a lone surrogate
+        array = pa.array([None if v is None else storable_text(v) for v in values], pa.string())
+    return pc.replace_substring(array, "\x00", "")
+
+
+def _storable(value: str | None) -> str | None:
+    return None if value is None else storable_text(value)
+
+
 def dataset_rows(tables: Sequence[ParsedTable], batch_id: int, now: dt.datetime) -> pa.Table:
     return pa.Table.from_pylist([{
-        "table_id": t.table_id, "source": t.source, "name": t.name or t.table_id, "title": t.title,
-        "format": t.format, "headers": column_headers(list(t.headers)),
-        "portal_types": list(t.portal_types) or [None] * len(t.headers),
+        "table_id": t.table_id, "source": t.source, "name": _storable(t.name or t.table_id),
+        "title": _storable(t.title), "format": t.format,
+        "headers": column_headers([_storable(h) for h in t.headers]),
+        "portal_types": [_storable(p) for p in t.portal_types] or [None] * len(t.headers),
         "n_rows": t.n_rows, "n_columns": len(t.headers), "content_sha256": t.content_sha256,
-        "source_updated_at": t.source_updated_at, "batch_id": batch_id, "landed_at": now,
+        "source_updated_at": _storable(t.source_updated_at), "batch_id": batch_id, "landed_at": now,
     } for t in tables], schema=DATASETS_SCHEMA)
 
 

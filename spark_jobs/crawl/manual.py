@@ -58,7 +58,7 @@ def _sha256(path: Path) -> str:
 
 def path_tables(settings: Settings, entry: str) -> list[tuple[str, str, str, str]]:
     """(table_id, source, format, path) of every table file under `entry` (a file or a folder)."""
-    from plugins.sources.folder import file_format, list_folder
+    from plugins.sources.folder import file_format, list_source_folder
 
     path = Path(entry).expanduser().resolve()
     if not path.exists():
@@ -74,8 +74,8 @@ def path_tables(settings: Settings, entry: str) -> list[tuple[str, str, str, str
             raise UserError(f"--add {entry}: not a table file (csv, tsv, json, xlsx, parquet)")
         return [(file_table_id(path.relative_to(root).as_posix()), source, fmt, str(path))]
     prefix = path.relative_to(root).as_posix()
-    out = [(file_table_id(f"{prefix}/{t.table_id.removeprefix('file:')}" if prefix != "." else t.table_id),
-            source, t.format, t.path) for t in list_folder(str(path), source)]
+    out = [(file_table_id(f"{prefix}/{t.name}") if prefix != "." else t.table_id,
+            source, t.format, t.path) for t in list_source_folder(str(path), source, settings)]
     if not out:
         raise UserError(f"--add {entry}: no table files found in the folder")
     return out
@@ -107,8 +107,7 @@ def _land_files(settings: Settings, store: LakeStore, *, add: Sequence[str], del
     from plugins.sources.parsing import ParseLimits, delta_content_sha256, parse_file
 
     landed = _landed(store)
-    limits = ParseLimits(max_cell_bytes=settings.crawl.max_cell_bytes,
-                         max_decompressed_bytes=settings.crawl.max_decompressed_bytes)
+    limits = ParseLimits.from_settings(settings.crawl)
     added: list[ParsedTable] = []
     for entry in add:
         if entry in sources:

@@ -134,6 +134,7 @@ def commit(store: LakeStore, spec: UnitSpec, base: Manifest, *, batch_id: int, k
                         state=dict(base.state if state is None else state), created_at=dt.datetime.now(dt.UTC))
     faults.checkpoint(f"manifest:{spec.name}")
     _write_manifest(store, manifest)
+    store.settle(spec.tables)
     log.info("unit committed", extra={"unit": spec.name, "version": manifest.version, "batch_id": batch_id,
                                       "kind": kind})
     return manifest

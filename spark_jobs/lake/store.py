@@ -194,6 +194,12 @@ class LakeStore:
     def pin(self, name: str, version: int) -> None:
         (self._fixed if self._fixed is not None else self._overrides)[name] = version
 
+    def settle(self, names: Sequence[str]) -> None:
+        """Drop this store's own pins of `names` once their manifest is committed: from then on it
+        reads them at whatever the current manifest says, like any reader."""
+        for name in names:
+            self._overrides.pop(name, None)
+
     def _advance(self, name: str, version: int) -> None:
         if name in self._load_pins():
             self.pin(name, version)

@@ -196,6 +196,8 @@ def settings_toml(settings: Settings, **spark_overrides: str) -> str:
             return repr(v)
         if isinstance(v, dict):
             return "{" + ", ".join(f"{json.dumps(str(k))} = {value(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, (tuple, list)):
+            return "[" + ", ".join(value(x) for x in v) + "]"
         return json.dumps(str(v))
 
     top = {"home": str(settings.home), "lake": settings.lake, "catalog_url": settings.catalog_url,

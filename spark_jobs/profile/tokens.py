@@ -7,7 +7,8 @@ Normalization runs as Spark SQL for pure-ASCII values — for those NFKC is the 
 `casefold()` is `lower()` — and through a Python UDF (`catalog.core.identity.normalize_token`) for the
 rest; a property test checks both paths against the Python function. Python's whitespace for
 `str.strip()` and `\\s` includes the ASCII separators 0x1c–0x1f, so the SQL path uses that class
-rather than Java's `\\s`.
+rather than Java's `\\s`. The SQL path removes NUL first, as `storable_text` does (an ASCII value
+holds no surrogate).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def normalized_token(value: Column) -> Column:
     from pyspark.sql import functions as F  # noqa: N812
     from pyspark.sql.types import StringType
 
-    collapsed = F.regexp_replace(value, _PY_WHITESPACE, " ")
+    storable = F.regexp_replace(value, "\\x00", "")  # `storable_text`: NUL removed (ASCII has no surrogates)
+    collapsed = F.regexp_replace(storable, _PY_WHITESPACE, " ")
     text = F.lower(F.regexp_replace(collapsed, "^ | $", ""))
     m_sign = F.regexp_extract(text, r"^([+-]?)([0-9]+)\.0+$", 1)
     m_digits = F.regexp_extract(text, r"^([+-]?)([0-9]+)\.0+$", 2)

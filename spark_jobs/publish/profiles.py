@@ -14,6 +14,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from catalog.db.models import CatalogColumn, CatalogTable, ColumnProfile, TableKey
+from catalog.db.models.base import text_key
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile.keys import KEY_SEARCHES, KEYS
@@ -63,7 +64,7 @@ def publish_keys(session: Session, store: LakeStore, batch: ChangeBatch) -> dict
             for r in _silver(store, KEYS, batch)]
     if rows:
         session.execute(insert(TableKey), rows)
-    searches = [{"table_id": r["table_id"], "keys_search_complete": r["search_complete"]}
+    searches = [{"table_key": text_key(r["table_id"]), "keys_search_complete": r["search_complete"]}
                 for r in _silver(store, KEY_SEARCHES, batch)]
     if searches:
         session.execute(update(CatalogTable), searches)

@@ -116,3 +116,5 @@ def test_lake_index_submits_stages_to_standalone_cluster(af_settings: Settings, 
     assert published == {"file:cities.csv": ["city", "country"], "file:countries.csv": ["country", "name"]}
     apps = {a["name"] for a in master_state(ui).get("completedapps", [])}
     assert {f"juncture.{t}" for t in stage_tasks} <= apps, apps
+    submit = Path(settings.airflow.home) / "submit"  # the submitted settings (with secrets) are gone
+    assert not submit.exists() or list(submit.iterdir()) == []

@@ -21,7 +21,9 @@ REPO = Path(__file__).parents[2]
 
 
 def test_cli_crawl_dir_reports_failures_and_exits_0(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    spark) -> None:  # type: ignore[no-untyped-def]
+    """(`spark`: the tests' session exists before `index` asks for one, so it is the one reused.)"""
     folder = tmp_path / "folder"
     folder.mkdir()
     (folder / "good.csv").write_bytes(csv_bytes([["a", "b"], ["1", "2"]]))

@@ -14,6 +14,7 @@ from catalog import lookup
 from catalog.core.errors import UnknownIdError
 from catalog.db.engine import alembic_config, current_revision, head_revision, open_catalog, session_scope
 from catalog.db.models import CatalogColumn, CatalogTable, ColumnProfile, PackedInt32Array, PackedInt64Array, TableKey
+from catalog.db.models.base import text_key
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 
@@ -71,7 +72,7 @@ def test_deleting_a_table_cascades_to_columns_profiles_and_keys(catalog_engine) 
                             histogram=None, uniqueness=1.0, token_count=3))
         s.add(TableKey(table_id="file:t.csv", columns=["id"], exact=True, uniqueness=1.0, score=1.0))
     with session_scope(catalog_engine) as s:
-        s.delete(s.get(CatalogTable, "file:t.csv"))
+        s.delete(s.get(CatalogTable, text_key("file:t.csv")))
     with session_scope(catalog_engine) as s:
         assert s.scalars(select(CatalogColumn)).all() == []
         assert s.scalars(select(ColumnProfile)).all() == []

@@ -7,16 +7,21 @@ import random
 from collections import Counter
 from pathlib import Path
 
-from catalog.core.identity import column_headers, normalize_token
+from catalog.core.identity import column_headers, normalize_token, storable_text
 from catalog.core.settings import Settings
 from spark_jobs.crawl.land import ParsedTable, land_batch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile import tokens as column_tokens
 
 ALPHABET = [*"aZ09 .+-_/,'", "\t", "\n", "\x0b", "\x1c", "\x1f", "\u00a0", "\u2003", "ß", "İ", "ﬁ", "１", "٣",
-                                    "é", "e\u0301", "Σ", "ς", "😀", "Ⅻ", "\u200b"]
+                                    "é", "e\u0301", "Σ", "ς", "😀", "Ⅻ", "\u200b", "\x00", "\u05d0", "\u202e",
+                                    "\u0301", "\ufffd"]
 SPECIAL = ["12.0", "-0.00", "+5.0", "0012.000", "12.50", "NULL", " n/a ", "NaN", "-", "", "  ", "N A", "１２.０",
-           "Straße", "ﬁne", "x\x1cy", "\x1fz\x1f", "İstanbul", "NA", "None", "nan ", "1.0e3"]
+           "Straße", "ﬁne", "x\x1cy", "\x1fz\x1f", "İstanbul", "NA", "None", "nan ", "1.0e3",
+           # hostile: NUL anywhere (removed by the contract), RTL text and overrides, combining marks
+           # alone and stacked, and long values (tokens have no length limit)
+           "\x00", "a\x00b", " \x00 12.0\x00", "n\x00/a", "\x00NULL", "שלום \u202eabc", "\u0301\u0301x",
+           "a" * 3000, "X\x00" * 1500, "é" * 2000]
 
 
 def random_values(n: int, seed: int = 7) -> list[str]:
@@ -45,7 +50,8 @@ def table(tid: str, headers: list[str], rows: list[list[str | None]]) -> ParsedT
 def expected(tables: list[ParsedTable]) -> dict[tuple[str, str], int]:
     out: dict[tuple[str, str], int] = {}
     for t in tables:
-        for header, values in zip(column_headers(list(t.headers)), t.columns, strict=True):
+        headers = [None if h is None else storable_text(h) for h in t.headers]
+        for header, values in zip(column_headers(headers), t.columns, strict=True):
             counts = Counter(tok for tok in map(normalize_token, values) if tok is not None)
             out.update({(f"{t.table_id}#{header}", tok): n for tok, n in counts.items()})
     return out
@@ -74,6 +80,22 @@ def test_job_tracks_adds_changes_and_deletes(spark, settings: Settings, tmp_path
     version = store.version(column_tokens.COLUMN_TOKENS)
     assert column_tokens.run(spark, settings, batch2).skipped  # re-running a batch is a no-op
     assert store.version(column_tokens.COLUMN_TOKENS) == version
+
+
+def test_landed_hostile_cells_give_the_python_tokens(spark, settings: Settings) -> None:  # type: ignore[no-untyped-def]
+    """NUL and lone surrogates (a JSON file's `\\ud800`) land under the storable-text rule, and the
+    job's tokens equal `normalize_token` of the raw values: every engine applies the same rule."""
+    store = LakeStore(settings.lake, spark)
+    raw = ["a\x00b", "\ud800x", "x\udfff", "\x00", " \x00n/a", "\ud83d\ude00", "k" * 3000 + "\x00", "Ab"]
+    t = table("file:h.json", ["id\x00", "\x00"], [[v, str(i)] for i, v in enumerate(raw)])
+    batch = land_batch(store, [t], [], n_buckets=settings.index.cells_buckets)
+    column_tokens.run(spark, settings, batch)
+    got = actual(store)
+    assert got == expected([t])
+    assert ("file:h.json#id", "ab") in got and got[("file:h.json#id", "ab")] == 2
+    assert ("file:h.json#id", "\ufffdx") in got and ("file:h.json#column_2", "0") in got
+    cells = store.read_arrow("cells")["value"].to_pylist()
+    assert not any("\x00" in c for c in cells if c is not None)
 
 
 def test_spark_submit_entry_point_runs_the_same_job(spark, tmp_path: Path,  # type: ignore[no-untyped-def]

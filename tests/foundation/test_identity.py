@@ -73,7 +73,9 @@ def test_column_ids_round_trip() -> None:
 
 
 def test_file_table_ids_are_relative_posix_paths() -> None:
-    assert file_table_id("sub\\dir/t.csv") == "file:sub/dir/t.csv"
+    # one-to-one: a backslash is a character of a POSIX file name, not a separator
+    assert file_table_id("sub\\dir/t.csv") == "file:sub%5Cdir/t.csv" != file_table_id("sub/dir/t.csv")
+    assert file_table_id("a#1 %2.csv") == "file:a%231 %252.csv"
     for bad in ("/etc/passwd", "../x.csv", "a/../../x"):
         with pytest.raises(ValueError):
             file_table_id(bad)

@@ -17,6 +17,7 @@ from catalog.core.errors import UnknownIdError
 from catalog.core.settings import Settings
 from catalog.db.engine import open_catalog, session_scope
 from catalog.db.models import CatalogTable
+from catalog.db.models.base import text_key
 from spark_jobs.crawl.land import ParsedTable, land_batch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.orchestration.pipeline import run_batch
@@ -105,7 +106,7 @@ def test_batches_replace_only_their_tables_and_publish(spark, catalog_settings: 
                                   "counts": [2, 0, 0, 0, 0, 0, 1, 0, 0, 1]}
         assert prof.top_values == [["10", 2], ["12", 1], ["13", 1]]
         assert [k.columns for k in lookup.keys(session, C)] == [["when"]]  # flag repeats
-        assert session.get(CatalogTable, C).keys_search_complete is True
+        assert session.get(CatalogTable, text_key(C)).keys_search_complete is True
         assert [(k.columns, k.exact) for k in lookup.keys(session, A)] == [(["code", "n"], True)]
         with pytest.raises(UnknownIdError):
             lookup.keys(session, B)

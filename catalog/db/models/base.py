@@ -3,15 +3,23 @@
 Integer arrays (JOSIE sets and posting lists, signatures) are stored as little-endian int32/int64
 BLOBs on every database: one portable form, no PostgreSQL-only types, and numpy decodes them
 without a per-element Python loop.
+
+Text that comes from the crawl (ids, headers, titles, tokens) has no length limit, but a PostgreSQL
+B-tree entry cannot exceed about 2,700 bytes. So such text is never a B-tree key itself: a primary
+or foreign key on it is its fixed-size `text_key` digest (a Python-side column default computes it,
+`key_default`), and a plain lookup index on it is a hash index on PostgreSQL (`text_index`; SQLite
+has no such limit and gets its ordinary index).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
-from sqlalchemy import DateTime, LargeBinary, MetaData
+from sqlalchemy import DateTime, Index, LargeBinary, MetaData
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
@@ -24,6 +32,36 @@ NAMING_CONVENTION = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+
+
+TEXT_KEY_LENGTH = 32  # hex digits: the first 128 bits of SHA-256
+
+
+def text_key(value: str) -> str:
+    """The fixed-size key of an unbounded text: the first 128 bits of SHA-256 of its UTF-8 bytes, as
+    32 hex digits. PostgreSQL computes the same value in SQL (`text_key_sql`), so a migration can
+    key existing rows without reading them into Python."""
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:TEXT_KEY_LENGTH]
+
+
+def text_key_sql(column: str) -> str:
+    """`text_key` of `column` as a PostgreSQL expression (sha256 is built in since PostgreSQL 11)."""
+    return f"substr(encode(sha256(convert_to({column}, 'UTF8')), 'hex'), 1, {TEXT_KEY_LENGTH})"
+
+
+def key_default(column: str) -> Callable[[Any], str]:
+    """A column default: `text_key` of the value inserted into `column` of the same row."""
+
+    def default(context: Any) -> str:
+        return text_key(context.get_current_parameters()[column])
+
+    return default
+
+
+def text_index(name: str, column: str) -> Index:
+    """A lookup index on an unbounded text column: hash on PostgreSQL (no entry-size limit; equality
+    only, which is all the catalog asks of it), the ordinary index on SQLite."""
+    return Index(name, column, postgresql_using="hash")
 
 
 class Base(DeclarativeBase):

@@ -3,6 +3,11 @@
 Ids are the DESIGN.md strings (`table_id`, `column_id`), never row ids, so a catalog can be rebuilt
 from the lake and still answer with the same ids. Deleting a table cascades to its columns, their
 profiles and its keys.
+
+Ids, headers and every other crawl-derived text are unbounded `Text`: a portal's 100-character
+timestamp or a 10 KB header must not be truncated or refused. Primary and foreign keys are
+therefore the ids' fixed-size digests (`table_key`, `column_key`, filled in from the id by a column
+default), and the ids themselves are looked up through hash indexes on PostgreSQL (`text_index`).
 """
 
 from __future__ import annotations
@@ -13,14 +18,16 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from catalog.db.models.base import Base
+from catalog.db.models.base import TEXT_KEY_LENGTH, Base, key_default, text_index
+
+KEY = String(TEXT_KEY_LENGTH)
 
 
 class Source(Base):
     """A configured portal or lake folder that tables are crawled from."""
 
     __tablename__ = "sources"
-    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
     kind: Mapped[str] = mapped_column(String(16))
     location: Mapped[str] = mapped_column(Text)
     created_at: Mapped[dt.datetime]
@@ -30,17 +37,18 @@ class CatalogTable(Base):
     """A table of the lake as the catalog knows it."""
 
     __tablename__ = "tables"
-    table_id: Mapped[str] = mapped_column(String(2048), primary_key=True)
-    source_name: Mapped[str | None] = mapped_column(String(200), index=True)
+    table_key: Mapped[str] = mapped_column(KEY, primary_key=True, default=key_default("table_id"))
+    table_id: Mapped[str] = mapped_column(Text)
+    source_name: Mapped[str | None] = mapped_column(Text)
     name: Mapped[str] = mapped_column(Text)
     title: Mapped[str | None] = mapped_column(Text)
-    format: Mapped[str | None] = mapped_column(String(32))
+    format: Mapped[str | None] = mapped_column(Text)
     n_rows: Mapped[int] = mapped_column(Integer, default=0)
     n_columns: Mapped[int] = mapped_column(Integer, default=0)
     content_sha256: Mapped[str | None] = mapped_column(String(64))
-    source_updated_at: Mapped[str | None] = mapped_column(String(64))
+    source_updated_at: Mapped[str | None] = mapped_column(Text)
     keys_search_complete: Mapped[bool | None] = mapped_column(Boolean)
-    batch_id: Mapped[str | None] = mapped_column(String(64))
+    batch_id: Mapped[str | None] = mapped_column(Text)
     index_version: Mapped[int] = mapped_column(Integer, default=0)
     published_at: Mapped[dt.datetime]
 
@@ -48,25 +56,33 @@ class CatalogTable(Base):
         back_populates="table", cascade="all, delete-orphan", passive_deletes=True, order_by="CatalogColumn.position"
     )
 
+    __table_args__ = (text_index("ix_tables_table_id", "table_id"), text_index("ix_tables_source_name", "source_name"))
+
 
 class CatalogColumn(Base):
     __tablename__ = "columns"
-    column_id: Mapped[str] = mapped_column(String(4096), primary_key=True)
-    table_id: Mapped[str] = mapped_column(ForeignKey("tables.table_id", ondelete="CASCADE"))
+    column_key: Mapped[str] = mapped_column(KEY, primary_key=True, default=key_default("column_id"))
+    column_id: Mapped[str] = mapped_column(Text)
+    table_key: Mapped[str] = mapped_column(ForeignKey("tables.table_key", ondelete="CASCADE"),
+                                           default=key_default("table_id"))
+    table_id: Mapped[str] = mapped_column(Text)
     position: Mapped[int] = mapped_column(Integer)  # 1-based, as in the source table
     header: Mapped[str] = mapped_column(Text)
-    portal_type: Mapped[str | None] = mapped_column(String(64))
+    portal_type: Mapped[str | None] = mapped_column(Text)
 
     table: Mapped[CatalogTable] = relationship(back_populates="columns")
 
-    __table_args__ = (Index("ix_columns_table_id_position", "table_id", "position"),)
+    __table_args__ = (Index("ix_columns_table_key_position", "table_key", "position"),
+                      text_index("ix_columns_column_id", "column_id"), text_index("ix_columns_table_id", "table_id"))
 
 
 class ColumnProfile(Base):
     """What a column holds, inferred from its values (issue: profiling)."""
 
     __tablename__ = "column_profiles"
-    column_id: Mapped[str] = mapped_column(ForeignKey("columns.column_id", ondelete="CASCADE"), primary_key=True)
+    column_key: Mapped[str] = mapped_column(ForeignKey("columns.column_key", ondelete="CASCADE"), primary_key=True,
+                                            default=key_default("column_id"))
+    column_id: Mapped[str] = mapped_column(Text)
     row_count: Mapped[int] = mapped_column(Integer)
     null_count: Mapped[int] = mapped_column(Integer)
     empty_count: Mapped[int] = mapped_column(Integer)
@@ -75,7 +91,7 @@ class ColumnProfile(Base):
     distinct_error: Mapped[float | None] = mapped_column(Float)
     inferred_type: Mapped[str] = mapped_column(String(32))
     type_share: Mapped[float] = mapped_column(Float)
-    portal_type: Mapped[str | None] = mapped_column(String(64))
+    portal_type: Mapped[str | None] = mapped_column(Text)
     min_value: Mapped[str | None] = mapped_column(Text)
     max_value: Mapped[str | None] = mapped_column(Text)
     length_min: Mapped[int | None] = mapped_column(Integer)
@@ -85,7 +101,7 @@ class ColumnProfile(Base):
     histogram: Mapped[Any] = mapped_column(JSON)  # {"edges": [...], "counts": [...]} or null
     uniqueness: Mapped[float] = mapped_column(Float)
     token_count: Mapped[int] = mapped_column(Integer)
-    batch_id: Mapped[str | None] = mapped_column(String(64))
+    batch_id: Mapped[str | None] = mapped_column(Text)
 
 
 class TableKey(Base):
@@ -93,20 +109,24 @@ class TableKey(Base):
 
     __tablename__ = "keys"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    table_id: Mapped[str] = mapped_column(ForeignKey("tables.table_id", ondelete="CASCADE"), index=True)
+    table_key: Mapped[str] = mapped_column(ForeignKey("tables.table_key", ondelete="CASCADE"), index=True,
+                                           default=key_default("table_id"))
+    table_id: Mapped[str] = mapped_column(Text)
     columns: Mapped[list[str]] = mapped_column(JSON)
     exact: Mapped[bool] = mapped_column(Boolean)
     uniqueness: Mapped[float] = mapped_column(Float)
     score: Mapped[float] = mapped_column(Float)
-    batch_id: Mapped[str | None] = mapped_column(String(64))
+    batch_id: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (text_index("ix_keys_table_id", "table_id"),)
 
 
 class PublishRun(Base):
     """One publish of a change batch into the catalog; `committed` runs make re-publishing a no-op."""
 
     __tablename__ = "publish_runs"
-    run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    batch_id: Mapped[str] = mapped_column(String(64), index=True)
+    run_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    batch_id: Mapped[str] = mapped_column(Text, index=True)
     kind: Mapped[str] = mapped_column(String(32))
     status: Mapped[str] = mapped_column(String(16))  # running | committed | failed
     started_at: Mapped[dt.datetime]

@@ -35,6 +35,7 @@ import numpy as np
 from sqlalchemy import Connection, Engine, LargeBinary, Select, bindparam, func, select, type_coerce
 
 from catalog.core.identity import split_column_id
+from catalog.db.models.base import text_key
 from catalog.search.josie.models import JosieMeta, JosiePosting, JosieSet, JosieToken
 from catalog.search.josie.token_table import TokenTable
 
@@ -399,7 +400,8 @@ class DbIndexReader:
     lookup first reads `josie_meta.index_version` (one primary-key row) and reloads the dictionary
     when it changed, so a published index version is never answered from a stale dictionary. An
     index without an `index_version` row is never cached. Without it (the CLI: one query per
-    process) the query's tokens are looked up in `josie_tokens`, which is cheaper than loading it all.
+    process) the query's tokens are looked up in `josie_tokens` by their digest (`token_key`) and
+    confirmed by exact comparison, which is cheaper than loading it all.
     """
 
     def __init__(self, conn: Connection, *, cache_dictionary: bool = False) -> None:
@@ -410,7 +412,7 @@ class DbIndexReader:
         self._read_suffix = _Prepared(conn, _READ_SUFFIX)
         t, st, po = josie_tokens.c, josie_sets.c, josie_postings.c
         self._read_lists = _in_statements(conn, [po.token_id, po.set_ids, po.positions, po.sizes], po.token_id)
-        self._lookup = _in_statements(conn, [t.token_id, t.frequency, t.group_id], t.token)
+        self._lookup = _in_statements(conn, [t.token, t.token_id, t.frequency, t.group_id], t.token_key)
         self._describe = _in_statements(conn, [st.set_id, st.table_id, st.column_id], st.set_id)
         self._set_of = _Prepared(conn, _SET_OF)
         if conn.dialect.name == "sqlite":  # let SQLite map the file instead of copying pages per read
@@ -446,8 +448,11 @@ class DbIndexReader:
         if d is not None:
             ids, freqs, groups = d.lookup(tokens)
             return list(map(QueryToken._make, zip(ids.tolist(), freqs.tolist(), groups.tolist(), strict=True)))
-        rows = _run_in_blocks(self._lookup, sorted(set(tokens)), None)  # NULL matches no token
-        return sorted(map(QueryToken._make, rows))  # tuples sort by token_id first
+        wanted = set(tokens)
+        keys = sorted({text_key(t) for t in wanted})
+        rows = _run_in_blocks(self._lookup, keys, None)  # NULL matches no key
+        # a row is a hit only if its token is exactly a query token: a shared digest is no match
+        return sorted(QueryToken(tid, freq, group) for token, tid, freq, group in rows if token in wanted)
 
     def lookup_arrays(self, tokens: Iterable[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         d = self.token_dictionary()

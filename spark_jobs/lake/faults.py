@@ -8,6 +8,7 @@ SIGKILL, exactly what an operator's `kill -9` or an OOM kill does) or in-process
 
 `JUNCTURE_FAULT` is `<label prefix>` or `<label prefix>@<n>`: the n-th checkpoint (1-based) whose
 label starts with the prefix fires. `JUNCTURE_FAULT_MODE` is `kill` (default) or `raise`.
+`JUNCTURE_FAULT_TRACE=<file>` appends every label passed to that file (in-process: `recording()`).
 Labels are `commit:<table>`, `restore:<table>`, `manifest:<unit>` and `publish:<step>`.
 """
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 ENV_FAULT = "JUNCTURE_FAULT"
 ENV_MODE = "JUNCTURE_FAULT_MODE"
+ENV_TRACE = "JUNCTURE_FAULT_TRACE"  # a file every checkpoint label passed is appended to
 
 
 class InjectedFault(RuntimeError):  # noqa: N818 - named for what the tests inject
@@ -43,6 +45,7 @@ class _Armed:
 _lock = threading.Lock()
 _armed: _Armed | None = None
 _env_read = False
+_recorders: list[list[str]] = []
 
 
 def _parse(spec: str, mode: str) -> _Armed:
@@ -63,6 +66,12 @@ def _current() -> _Armed | None:
 def checkpoint(label: str) -> None:
     """Mark a point right before something becomes durable; fire if a test armed it."""
     with _lock:
+        for recorder in _recorders:
+            recorder.append(label)
+        trace = os.environ.get(ENV_TRACE)
+        if trace:  # a child process's labels, for a test that enumerates kill points from outside
+            with open(trace, "a", encoding="utf-8") as f:
+                f.write(label + "\n")
         armed = _current()
         if armed is None or not label.startswith(armed.prefix):
             return
@@ -85,3 +94,17 @@ def injected(spec: str) -> Iterator[None]:
     finally:
         with _lock:
             _armed = previous
+
+
+@contextmanager
+def recording() -> Iterator[list[str]]:
+    """Collect every checkpoint label this process passes during the block, in order: how a test
+    enumerates the kill points of an operation instead of hard-coding them."""
+    labels: list[str] = []
+    with _lock:
+        _recorders.append(labels)
+    try:
+        yield labels
+    finally:
+        with _lock:
+            _recorders.remove(labels)

@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+from charset_normalizer import from_bytes
 from deltalake import DeltaTable
 
 if TYPE_CHECKING:
@@ -157,12 +158,35 @@ def detect_encoding(sample: bytes) -> str:
             return "utf-16-le"
         if even > 4 * max(odd, 1):
             return "utf-16-be"
-    from charset_normalizer import from_bytes  # deferred: only the formats that need it load it
-
     best = from_bytes(sample).best()
-    if best is not None and best.encoding:
-        return str(best.encoding)
-    return "latin-1"
+    if best is None or not best.encoding:
+        return "latin-1"
+    return _prefer_western(sample, str(best.encoding), best.chaos)
+
+
+def _prefer_western(sample: bytes, guess: str, chaos: float) -> str:
+    """Windows-1252 instead of another single-byte code page that reads the bytes no better.
+
+    Single-byte code pages decode any bytes, and on short samples the detector often cannot tell
+    them apart: a Latin-1 file ("São Paulo", "Genève") came out as cp1250 ("Săo Paulo", "Genčve").
+    Open data is mostly Western, so a tie goes to cp1252; a file that really is Central European
+    reads worse as cp1252 (its letters become symbols) and keeps its code page."""
+    if guess in _WESTERN or guess.startswith(("utf", "ascii")) or not _single_byte(guess):
+        return guess
+    western = from_bytes(sample, cp_isolation=["cp1252"]).best()
+    if western is not None and western.chaos <= chaos + 0.01:
+        return "cp1252"
+    return guess
+
+
+_WESTERN = ("cp1252", "latin_1", "iso8859_15")
+
+
+def _single_byte(encoding: str) -> bool:
+    try:
+        return len("\u00e9".encode(encoding, errors="ignore")) <= 1
+    except LookupError:
+        return False
 
 
 def check_not_html(text_sample: str) -> None:

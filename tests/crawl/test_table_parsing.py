@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.sources.parsing import ParseError, ParseLimits, parse_file
+from plugins.sources.parsing import ParseError, ParseLimits, detect_encoding, parse_file
 
 CORPUS = Path(__file__).parent / "corpus"
 LIMITS = ParseLimits(max_cell_bytes=64 * 1024, max_decompressed_bytes=8 * 1024 * 1024)
@@ -122,3 +122,15 @@ def test_partitioned_delta_keeps_partition_columns(tmp_path: Path) -> None:
     headers, rows, _ = rows_of(tmp_path / "t", "delta")
     assert headers == ["k", "p", "n"]
     assert sorted(rows, key=str) == sorted([["a", "x", "1"], ["b", "y", "2"], ["c", None, "3"]], key=str)
+
+
+@pytest.mark.parametrize(("text", "written_as"), [
+    ("ville,pays\nSão Paulo,Brésil\nGenève,Suisse\nÅrhus,Danemark\nZürich,Suisse\nMálaga,España\n", "latin-1"),
+    ("miasto,kraj\nŁódź,Polska\nGdańsk,Polska\nŚwiętochłowice,Polska\nKraków,Polska\nWrocław,Polska\n", "cp1250"),
+    ("город,страна\nМосква,Россия\nСанкт-Петербург,Россия\nНовосибирск,Россия\n", "cp1251"),
+])
+def test_single_byte_code_pages_read_back_the_text_written(text: str, written_as: str) -> None:
+    """A tie between code pages goes to Windows-1252 (a Latin-1 file once read as cp1250 turned
+    "São Paulo" into "Săo Paulo"); text that reads worse in it keeps its own code page."""
+    data = text.encode(written_as)
+    assert data.decode(detect_encoding(data)) == text

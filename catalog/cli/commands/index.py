@@ -21,8 +21,8 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     from spark_jobs.orchestration.rebuild import rebuild_all  # deferred: only the command that needs it loads it
 
     ctx.engine  # noqa: B018 - create or upgrade the catalog before the jobs publish into it
-    spark = get_spark(ctx.settings, "juncture.index")
-    with ctx.writing("index"):
+    with ctx.writing("index"):  # before Spark starts: a writer refused the lock says so at once
+        spark = get_spark(ctx.settings, "juncture.index")
         reports = index_pending(spark, ctx.settings)
         if not reports:
             print("nothing to index")

@@ -20,7 +20,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     from spark_jobs.orchestration.rebuild import rebuild_all
 
     ctx.engine  # noqa: B018 - create or upgrade the catalog before publishing into it
-    with ctx.writing("rebuild"):
+    with ctx.writing("rebuild"):  # before Spark starts: a writer refused the lock says so at once
         results = rebuild_all(get_spark(ctx.settings, "juncture.rebuild"), ctx.settings, if_due=args.if_due)
     print_rebuild(results)
     return 0

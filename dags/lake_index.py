@@ -17,15 +17,34 @@ from dags.common import LAKE_CHANGES, PENDING_TASK, START, TAGS, JunctureStageOp
 from spark_jobs.orchestration.plan import stage_names
 
 PARAMS = {
-    "add": Param([], type="array", items={"type": "string"}, title="Tables to add",
-                 description="Files or folders (CSV) to land, or names of configured sources to crawl"),
-    "delete": Param([], type="array", items={"type": "string"}, title="Tables to delete",
-                    description="table ids, e.g. file:a/b.csv or socrata:data.example.org:abcd-1234"),
+    "add": Param(
+        [],
+        type="array",
+        items={"type": "string"},
+        title="Tables to add",
+        description="Files or folders (CSV) to land, or names of configured sources to crawl",
+    ),
+    "delete": Param(
+        [],
+        type="array",
+        items={"type": "string"},
+        title="Tables to delete",
+        description="table ids, e.g. file:a/b.csv or socrata:data.example.org:abcd-1234",
+    ),
 }
 
 
-@dag(dag_id="lake_index", schedule=LAKE_CHANGES, start_date=START, catchup=False, max_active_runs=1, tags=TAGS,
-     default_args=default_args(), params=PARAMS, doc_md=__doc__)
+@dag(
+    dag_id="lake_index",
+    schedule=LAKE_CHANGES,
+    start_date=START,
+    catchup=False,
+    max_active_runs=1,
+    tags=TAGS,
+    default_args=default_args(),
+    params=PARAMS,
+    doc_md=__doc__,
+)
 def lake_index() -> None:
     @task
     def land_manual(params: dict | None = None) -> int | None:
@@ -54,10 +73,19 @@ def lake_index() -> None:
 
     pending = pending_batches()
     stages = [JunctureStageOperator(task_id=name, stage=name) for name in stage_names()]
-    trigger = TriggerDagRunOperator(task_id="trigger_rebuild", trigger_dag_id="lake_rebuild",
-                                    conf={"reason": "an index family is due for a rebuild"})
-    chain(land_manual(), pending, has_work(pending), *stages, rebuild_needed(),  # type: ignore[arg-type]
-          trigger)
+    trigger = TriggerDagRunOperator(
+        task_id="trigger_rebuild",
+        trigger_dag_id="lake_rebuild",
+        conf={"reason": "an index family is due for a rebuild"},
+    )
+    chain(
+        land_manual(),
+        pending,
+        has_work(pending),
+        *stages,
+        rebuild_needed(),  # type: ignore[arg-type]
+        trigger,
+    )
 
 
 lake_index()

@@ -22,8 +22,16 @@ def _step_task(step: str) -> Any:
     return run()
 
 
-@dag(dag_id="lake_rebuild", schedule="@weekly", start_date=START, catchup=False, max_active_runs=1, tags=TAGS,
-     default_args=default_args(), doc_md=__doc__)
+@dag(
+    dag_id="lake_rebuild",
+    schedule="@weekly",
+    start_date=START,
+    catchup=False,
+    max_active_runs=1,
+    tags=TAGS,
+    default_args=default_args(),
+    doc_md=__doc__,
+)
 def lake_rebuild() -> None:
     chain(*[_step_task(step) for step in rebuild_step_names()])
 

@@ -42,8 +42,10 @@ class _PortalHook(BaseHook):
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        return {"hidden_fields": ["schema", "port", "login"],
-                "relabeling": {"host": "Portal URL", "password": "App token" if cls.kind == "socrata" else "API key"}}
+        return {
+            "hidden_fields": ["schema", "port", "login"],
+            "relabeling": {"host": "Portal URL", "password": "App token" if cls.kind == "socrata" else "API key"},
+        }
 
     def credentials(self) -> dict[str, str]:
         conn = self.get_connection(self.conn_id)
@@ -60,8 +62,9 @@ class _PortalHook(BaseHook):
 
     def apply(self, source: SourceConfig) -> SourceConfig:
         if source.kind != self.kind:
-            raise ValueError(f"source {source.name!r} is a {source.kind} source, connection {self.conn_id!r} "
-                             f"is for {self.kind}")
+            raise ValueError(
+                f"source {source.name!r} is a {source.kind} source, connection {self.conn_id!r} is for {self.kind}"
+            )
         return dataclasses.replace(source, **cast(dict[str, Any], self.credentials()))
 
 
@@ -101,7 +104,6 @@ class _LazyCatalogApi:
     def get(self) -> Any:
         with self._lock:
             if self._app is None:
-
                 try:
                     from catalog.api.app import create_app  # deferred: the API loads only when Airflow mounts the page
                 except ImportError:  # the HTTP API module is not in this build
@@ -122,16 +124,22 @@ def _session():
     return session_scope(_api.get().state.engine)
 
 
-_STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse}"
-          "td,th{border-bottom:1px solid #ddd;padding:.25em .6em;text-align:left}code{font-size:.9em}")
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse}"
+    "td,th{border-bottom:1px solid #ddd;padding:.25em .6em;text-align:left}code{font-size:.9em}"
+)
 
 
 def _page(title: str, body: str) -> HTMLResponse:
-    form = ('<form action="." method="get"><input name="q" size="50" placeholder="table id or name contains…">'
-            ' <button>Search</button></form>')
-    return HTMLResponse(f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-                        f"<style>{_STYLE}</style></head><body><h1><a href='.'>Juncture catalog</a></h1>{form}"
-                        f"{body}<p><a href='api/docs'>HTTP API</a></p></body></html>")
+    form = (
+        '<form action="." method="get"><input name="q" size="50" placeholder="table id or name contains…">'
+        " <button>Search</button></form>"
+    )
+    return HTMLResponse(
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_STYLE}</style></head><body><h1><a href='.'>Juncture catalog</a></h1>{form}"
+        f"{body}<p><a href='api/docs'>HTTP API</a></p></body></html>"
+    )
 
 
 def _link(table_id: str) -> str:
@@ -147,12 +155,21 @@ def create_ui_app() -> FastAPI:
     @app.get("/", response_class=HTMLResponse)
     def search(q: str = Query("", max_length=200)) -> HTMLResponse:
         with _session() as s:
-            found = [t for t in lookup.tables(s, limit=5000)
-                     if q.casefold() in t.table_id.casefold() or q.casefold() in (t.name or "").casefold()]
-        rows = "".join(f"<tr><td>{_link(t.table_id)}</td><td>{html.escape(t.title or t.name)}</td>"
-                       f"<td>{t.n_rows}</td><td>{t.n_columns}</td></tr>" for t in found[:200])
-        return _page("Juncture catalog", f"<p>{len(found)} tables</p><table><tr><th>table</th><th>name</th>"
-                                         f"<th>rows</th><th>columns</th></tr>{rows}</table>")
+            found = [
+                t
+                for t in lookup.tables(s, limit=5000)
+                if q.casefold() in t.table_id.casefold() or q.casefold() in (t.name or "").casefold()
+            ]
+        rows = "".join(
+            f"<tr><td>{_link(t.table_id)}</td><td>{html.escape(t.title or t.name)}</td>"
+            f"<td>{t.n_rows}</td><td>{t.n_columns}</td></tr>"
+            for t in found[:200]
+        )
+        return _page(
+            "Juncture catalog",
+            f"<p>{len(found)} tables</p><table><tr><th>table</th><th>name</th>"
+            f"<th>rows</th><th>columns</th></tr>{rows}</table>",
+        )
 
     @app.get("/table", response_class=HTMLResponse)
     def table(id: str = Query(..., max_length=2000)) -> HTMLResponse:
@@ -167,16 +184,23 @@ def create_ui_app() -> FastAPI:
             unions = lookup.unionable(s, id, k=10)
         col_rows = "".join(
             f"<tr><td>{html.escape(c.column)}</td><td>"
-            + ", ".join(f"{_link(j.table_id)}.{html.escape(j.column)} ({j.overlap} shared, "
-                        f"{j.containment:.0%})" for j in joins[c.column_id])
-            + "</td></tr>" for c in cols)
-        union_rows = "".join(f"<tr><td>{_link(u.table_id)}</td><td>{u.score:.3f}</td><td>{u.n_aligned}</td></tr>"
-                             for u in unions)
-        body = (f"<h2><code>{html.escape(info.table_id)}</code></h2><p>{html.escape(info.title or info.name)} — "
-                f"{info.n_rows} rows, {info.n_columns} columns</p><h3>Columns and joinable columns</h3>"
-                f"<table><tr><th>column</th><th>joins with</th></tr>{col_rows}</table>"
-                f"<h3>Unionable tables</h3><table><tr><th>table</th><th>score</th><th>aligned columns</th></tr>"
-                f"{union_rows or '<tr><td>none</td></tr>'}</table>")
+            + ", ".join(
+                f"{_link(j.table_id)}.{html.escape(j.column)} ({j.overlap} shared, {j.containment:.0%})"
+                for j in joins[c.column_id]
+            )
+            + "</td></tr>"
+            for c in cols
+        )
+        union_rows = "".join(
+            f"<tr><td>{_link(u.table_id)}</td><td>{u.score:.3f}</td><td>{u.n_aligned}</td></tr>" for u in unions
+        )
+        body = (
+            f"<h2><code>{html.escape(info.table_id)}</code></h2><p>{html.escape(info.title or info.name)} — "
+            f"{info.n_rows} rows, {info.n_columns} columns</p><h3>Columns and joinable columns</h3>"
+            f"<table><tr><th>column</th><th>joins with</th></tr>{col_rows}</table>"
+            f"<h3>Unionable tables</h3><table><tr><th>table</th><th>score</th><th>aligned columns</th></tr>"
+            f"{union_rows or '<tr><td>none</td></tr>'}</table>"
+        )
         return _page(info.table_id, body)
 
     return app

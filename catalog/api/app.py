@@ -46,8 +46,9 @@ class RequestSizeLimit:
             length = headers.get(b"content-length")
             chunked = headers.get(b"transfer-encoding", b"").lower() == b"chunked"
             if chunked or (length is not None and (not length.isdigit() or int(length) > MAX_REQUEST_BYTES)):
-                await JSONResponse({"detail": f"request body over {MAX_REQUEST_BYTES} bytes"}, 413)(scope, receive,
-                                                                                                  send)
+                await JSONResponse({"detail": f"request body over {MAX_REQUEST_BYTES} bytes"}, 413)(
+                    scope, receive, send
+                )
                 return
         await self.app(scope, receive, send)
 
@@ -55,9 +56,12 @@ class RequestSizeLimit:
 def create_app(settings: Settings, *, fast_path: bool = True) -> FastAPI:
     """The API on `settings.catalog_url`; `fast_path=False` leaves out `LookupFastPath` (for the
     load test's comparison: the answers are the same either way)."""
-    app = FastAPI(title="Juncture catalog", version="1",
-                  description="Precomputed answers of the Juncture data-lake catalog: tables, columns, "
-                              "profiles, keys, joinable columns and unionable tables.")
+    app = FastAPI(
+        title="Juncture catalog",
+        version="1",
+        description="Precomputed answers of the Juncture data-lake catalog: tables, columns, "
+        "profiles, keys, joinable columns and unionable tables.",
+    )
     app.state.engine = open_reader(settings.catalog_url)
     app.state.connections = threading.local()  # one held connection per serving thread (deps.catalog_of)
     for module in (tables, columns, keys, joinable, unionable):

@@ -12,8 +12,7 @@ router = APIRouter(prefix="/v1", tags=["columns"])
 
 
 @router.get("/columns/{table_id:path}", response_model=Page[lookup.ColumnInfo], summary="A table's columns")
-async def read_columns(table_id: TableId, request: Request, limit: Limit = 1000,
-                 offset: Offset = 0) -> JSON:
+async def read_columns(table_id: TableId, request: Request, limit: Limit = 1000, offset: Offset = 0) -> JSON:
     cols = lookup.columns(catalog_of(request), table_id)
     return page_response(cols[offset : offset + limit], offset, limit, more=len(cols) > offset + limit)
 

@@ -77,14 +77,17 @@ def check_column_id(column_id: str) -> str:
         table_id, header = split_column_id(column_id)
     except ValueError:
         raise ValueError("not a column_id (expected <table_id>#<header>)") from None
-    if (not _clean(column_id) or table_id != table_id.strip() or not valid_table_id(table_id)
-            or not header):
+    if not _clean(column_id) or table_id != table_id.strip() or not valid_table_id(table_id) or not header:
         raise ValueError("not a column_id (expected <table_id>#<header>)")
     return column_id
 
 
 TableId = Annotated[str, Path(max_length=MAX_ID_LENGTH, description="a table_id"), AfterValidator(check_table_id)]
-ColumnId = Annotated[str, Path(max_length=MAX_ID_LENGTH, description="a column_id: <table_id>#<header>, '#' as %23"),
-                     AfterValidator(check_column_id)]
-SourceName = Annotated[str | None, Query(max_length=MAX_ID_LENGTH, description="only tables of this source"),
-                       AfterValidator(check_text)]
+ColumnId = Annotated[
+    str,
+    Path(max_length=MAX_ID_LENGTH, description="a column_id: <table_id>#<header>, '#' as %23"),
+    AfterValidator(check_column_id),
+]
+SourceName = Annotated[
+    str | None, Query(max_length=MAX_ID_LENGTH, description="only tables of this source"), AfterValidator(check_text)
+]

@@ -53,15 +53,20 @@ class LookupFastPath:
         if scope["type"] == "http" and scope["method"] == "GET":
             body = self._answer(scope)
             if body is not None:
-                await send({"type": "http.response.start", "status": 200,
-                            "headers": [*_HEADERS, (b"content-length", str(len(body)).encode())]})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": [*_HEADERS, (b"content-length", str(len(body)).encode())],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
 
     def _answer(self, scope: dict[str, Any]) -> bytes | None:
         path: str = scope["path"]
-        prefix = path[:path.find("/", 4) + 1] if path.startswith("/v1/") else ""
+        prefix = path[: path.find("/", 4) + 1] if path.startswith("/v1/") else ""
         route = _ROUTES.get(prefix)
         if route is None:
             return None
@@ -70,7 +75,7 @@ class LookupFastPath:
         if page is None:
             return None
         k, offset = page
-        ident = path[len(prefix):]
+        ident = path[len(prefix) :]
         if len(ident) > MAX_ID_LENGTH:
             return None
         try:

@@ -38,8 +38,9 @@ class JSON(Response):
 
 def page_response(items: list[T], offset: int, limit: int, *, more: bool | None = None) -> JSON:
     has_more = len(items) == limit if more is None else more
-    return JSON({"items": items, "offset": offset, "limit": limit,
-                 "next_offset": offset + len(items) if has_more else None})
+    return JSON(
+        {"items": items, "offset": offset, "limit": limit, "next_offset": offset + len(items) if has_more else None}
+    )
 
 
 def record_response(item: object) -> JSON:

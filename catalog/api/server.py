@@ -63,8 +63,7 @@ def bind_shared(host: str, port: int, count: int) -> list[socket.socket]:
     sockets: list[socket.socket] = []
     try:
         for _ in range(count):
-            sockets.append(socket.create_server(address, backlog=BACKLOG, reuse_port=True,
-                                                family=probe.family))
+            sockets.append(socket.create_server(address, backlog=BACKLOG, reuse_port=True, family=probe.family))
     except OSError as e:
         for s in sockets:
             s.close()
@@ -153,8 +152,9 @@ else:
 class _Loop(_BaseLoop):
     """The event loop of a worker: its servers' connections go through `_GatheredWrites`."""
 
-    async def create_server(self, protocol_factory: Callable[[], asyncio.BaseProtocol],
-                            *args: Any, **kwargs: Any) -> asyncio.Server:
+    async def create_server(
+        self, protocol_factory: Callable[[], asyncio.BaseProtocol], *args: Any, **kwargs: Any
+    ) -> asyncio.Server:
         def gathered() -> asyncio.Protocol:
             return _GatheredWrites(protocol_factory(), self)  # type: ignore[arg-type]
 
@@ -170,8 +170,12 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 def _run_worker(settings: Settings, sock: socket.socket, fast_path: bool = True) -> None:
     """One server process on `sock` until SIGINT or SIGTERM (uvicorn then stops accepting and lets
     the requests in flight finish)."""
-    config = uvicorn.Config(create_app(settings, fast_path=fast_path), log_level="warning", access_log=False,
-                            loop=f"{__name__}:new_event_loop")
+    config = uvicorn.Config(
+        create_app(settings, fast_path=fast_path),
+        log_level="warning",
+        access_log=False,
+        loop=f"{__name__}:new_event_loop",
+    )
     uvicorn.Server(config).run(sockets=[sock])
 
 
@@ -186,8 +190,7 @@ def serve(settings: Settings, host: str, port: int, *, workers: int = 1, fast_pa
         _run_worker(settings, sock, fast_path)
         return
     sockets = bind_shared(host, port, workers)
-    log.info("serving the lookup API", extra={"host": host, "port": sockets[0].getsockname()[1],
-                                              "workers": workers})
+    log.info("serving the lookup API", extra={"host": host, "port": sockets[0].getsockname()[1], "workers": workers})
     spawn = mp.get_context("spawn")
     processes = [spawn.Process(target=_run_worker, args=(settings, sock, fast_path), daemon=True) for sock in sockets]
     for process in processes:

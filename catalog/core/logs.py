@@ -48,8 +48,12 @@ class KeyValueFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
-        parts = [f"ts={ts}", f"level={record.levelname.lower()}", f"logger={record.name}",
-                 f"event={_quote(record.getMessage())}"]
+        parts = [
+            f"ts={ts}",
+            f"level={record.levelname.lower()}",
+            f"logger={record.name}",
+            f"event={_quote(record.getMessage())}",
+        ]
         parts += [f"{k}={_quote(v)}" for k, v in _fields(record).items()]
         line = " ".join(parts)
         if record.exc_info:
@@ -61,8 +65,13 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line, same fields as `KeyValueFormatter`."""
 
     def format(self, record: logging.LogRecord) -> str:
-        doc: dict[str, Any] = {"ts": record.created, "level": record.levelname.lower(), "logger": record.name,
-                               "event": record.getMessage(), **_fields(record)}
+        doc: dict[str, Any] = {
+            "ts": record.created,
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "event": record.getMessage(),
+            **_fields(record),
+        }
         if record.exc_info:
             doc["exception"] = self.formatException(record.exc_info)
         return json.dumps(doc, default=str)

@@ -38,8 +38,12 @@ class FamilyEntry:
 
 
 BUILTIN: tuple[FamilyEntry, ...] = (
-    FamilyEntry("josie", search="catalog.search.josie.family:FAMILY", pipeline="spark_jobs.josie.family:FAMILY",
-                settings="catalog.search.josie.settings:JosieSettings"),
+    FamilyEntry(
+        "josie",
+        search="catalog.search.josie.family:FAMILY",
+        pipeline="spark_jobs.josie.family:FAMILY",
+        settings="catalog.search.josie.settings:JosieSettings",
+    ),
 )
 
 _registered: dict[str, FamilyEntry] = {}

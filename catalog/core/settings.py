@@ -105,8 +105,9 @@ class IndexSettings:
 
     def with_family(self, name: str, **changes: Any) -> IndexSettings:
         """A copy with some of family `name`'s settings changed."""
-        return dataclasses.replace(self, families={**self.families,
-                                                   name: dataclasses.replace(self.family(name), **changes)})
+        return dataclasses.replace(
+            self, families={**self.families, name: dataclasses.replace(self.family(name), **changes)}
+        )
 
 
 @dataclass(frozen=True)
@@ -162,8 +163,9 @@ ENV_VARS: Mapping[str, str] = {
 _META_VARS = frozenset({"JUNCTURE_CONFIG", "JUNCTURE_FAULT", "JUNCTURE_FAULT_MODE", "JUNCTURE_FAULT_TRACE"})
 
 
-def load_settings(env: Mapping[str, str] | None = None, *, config_file: str | Path | None = None,
-                  cwd: Path | None = None) -> Settings:
+def load_settings(
+    env: Mapping[str, str] | None = None, *, config_file: str | Path | None = None, cwd: Path | None = None
+) -> Settings:
     """Build `Settings` from `env` (default: os.environ) and the TOML file, validating every key."""
     env = os.environ if env is None else env
     cwd = cwd or Path.cwd()

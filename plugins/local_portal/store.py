@@ -83,24 +83,49 @@ class PortalStore:
         with self._lock:
             stamp = self._stamp()
             self.datasets[f"socrata/{ds_id}"] = {
-                "api": "socrata", "id": ds_id, "title": title or ds_id, "metadata_modified": stamp,
-                "data_updated_at": stamp, "column_types": column_types or [],
+                "api": "socrata",
+                "id": ds_id,
+                "title": title or ds_id,
+                "metadata_modified": stamp,
+                "data_updated_at": stamp,
+                "column_types": column_types or [],
                 "resources": [vars(Resource("rows", "rows.csv", "CSV", self.put_file(data), stamp))],
             }
             self._save()
         return f"socrata/{ds_id}"
 
-    def add_ckan(self, pkg_id: str, resources: list[tuple[str, str, bytes]], *, title: str = "",
-                 encodings: dict[str, str] | None = None, urls: dict[str, str] | None = None) -> str:
+    def add_ckan(
+        self,
+        pkg_id: str,
+        resources: list[tuple[str, str, bytes]],
+        *,
+        title: str = "",
+        encodings: dict[str, str] | None = None,
+        urls: dict[str, str] | None = None,
+    ) -> str:
         """`resources` are (resource id, format, bytes); `encodings` maps a resource id to `gzip`,
         `urls` a resource id to the URL the listing names for it (another host, say)."""
         with self._lock:
             stamp = self._stamp()
             self.datasets[f"ckan/{pkg_id}"] = {
-                "api": "ckan", "id": pkg_id, "title": title or pkg_id, "metadata_modified": stamp,
-                "resources": [vars(Resource(rid, f"{rid}.{fmt.lower()}", fmt.upper(), self.put_file(data), stamp,
-                                            (encodings or {}).get(rid, ""), (urls or {}).get(rid, "")))
-                              for rid, fmt, data in resources],
+                "api": "ckan",
+                "id": pkg_id,
+                "title": title or pkg_id,
+                "metadata_modified": stamp,
+                "resources": [
+                    vars(
+                        Resource(
+                            rid,
+                            f"{rid}.{fmt.lower()}",
+                            fmt.upper(),
+                            self.put_file(data),
+                            stamp,
+                            (encodings or {}).get(rid, ""),
+                            (urls or {}).get(rid, ""),
+                        )
+                    )
+                    for rid, fmt, data in resources
+                ],
             }
             self._save()
         return f"ckan/{pkg_id}"

@@ -38,13 +38,18 @@ class CkanHook:
         return {"Authorization": self.source.api_key} if self.source.api_key else {}
 
     def _search(self, since: str | None, start: int) -> list[dict[str, Any]]:
-        params: dict[str, Any] = {"q": "*:*", "rows": self.page_size, "start": start,
-                                  "sort": "metadata_modified asc, id asc"}
+        params: dict[str, Any] = {
+            "q": "*:*",
+            "rows": self.page_size,
+            "start": start,
+            "sort": "metadata_modified asc, id asc",
+        }
         if since:
             params["fq"] = f"metadata_modified:[{since} TO *]"
         try:
-            doc = self.client.get_json(f"{self.base}/api/3/action/package_search", params=params,
-                                       headers=self.headers, policy=self.policy)
+            doc = self.client.get_json(
+                f"{self.base}/api/3/action/package_search", params=params, headers=self.headers, policy=self.policy
+            )
         except FetchError as e:
             raise ListingError(f"ckan package_search at {self.host}: {e}") from None
         result = doc.get("result") if isinstance(doc, dict) and doc.get("success") else None
@@ -81,8 +86,16 @@ class CkanHook:
         try:
             pkg_id = check_id(pkg.get("id"), PORTAL_ID, "CKAN package id")
         except BadIdError as e:
-            return [ListedTable(table_id=f"ckan:{self.host}:<invalid>", source=self.source.name,
-                                name=str(pkg.get("id"))[:80], stamp="", format="", problem=str(e))]
+            return [
+                ListedTable(
+                    table_id=f"ckan:{self.host}:<invalid>",
+                    source=self.source.name,
+                    name=str(pkg.get("id"))[:80],
+                    stamp="",
+                    format="",
+                    problem=str(e),
+                )
+            ]
         out = []
         for res in pkg.get("resources") or []:
             if not isinstance(res, dict):
@@ -94,21 +107,37 @@ class CkanHook:
             try:
                 res_id = check_id(res.get("id"), PORTAL_ID, "CKAN resource id")
             except BadIdError as e:
-                out.append(ListedTable(table_id=f"ckan:{self.host}:{pkg_id}/<invalid>", source=self.source.name,
-                                       name=str(res.get("id"))[:80], stamp="", format=fmt, problem=str(e)))
+                out.append(
+                    ListedTable(
+                        table_id=f"ckan:{self.host}:{pkg_id}/<invalid>",
+                        source=self.source.name,
+                        name=str(res.get("id"))[:80],
+                        stamp="",
+                        format=fmt,
+                        problem=str(e),
+                    )
+                )
                 continue
-            stamp = "|".join(str(x or "") for x in (res.get("last_modified"), res.get("metadata_modified"),
-                                                       res.get("hash")))
+            stamp = "|".join(
+                str(x or "") for x in (res.get("last_modified"), res.get("metadata_modified"), res.get("hash"))
+            )
             if not stamp.strip("|"):
                 stamp = str(pkg.get("metadata_modified") or "")
             if url.startswith("/"):
                 url = self.base + url
             refused = self.policy.refusal(url)
-            out.append(ListedTable(
-                table_id=ckan_table_id(self.host, pkg_id, res_id), source=self.source.name,
-                name=str(res.get("name") or res_id), title=str(pkg.get("title") or "") or None,
-                stamp=stamp, format=fmt, url=url, headers=self.policy.credentials_for(url, self.headers),
-                problem=f"resource URL {url[:80]!r} refused by the URL policy: {refused}" if refused else None,
-                policy=self.policy,
-            ))
+            out.append(
+                ListedTable(
+                    table_id=ckan_table_id(self.host, pkg_id, res_id),
+                    source=self.source.name,
+                    name=str(res.get("name") or res_id),
+                    title=str(pkg.get("title") or "") or None,
+                    stamp=stamp,
+                    format=fmt,
+                    url=url,
+                    headers=self.policy.credentials_for(url, self.headers),
+                    problem=f"resource URL {url[:80]!r} refused by the URL policy: {refused}" if refused else None,
+                    policy=self.policy,
+                )
+            )
         return out

@@ -31,8 +31,15 @@ from plugins.sources.listing import ListedTable, ListingError, reject_duplicate_
 log = logging.getLogger(__name__)
 
 
-FILE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet",
-                ".csv.gz": "csv", ".tsv.gz": "tsv"}
+FILE_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv.gz": "csv",
+    ".tsv.gz": "tsv",
+}
 
 
 def folder_filesystem(root: str) -> tuple[pafs.FileSystem, str]:
@@ -61,8 +68,9 @@ def list_source_folder(root: str, source_name: str, settings: Settings) -> list[
     """`list_folder` with the crawl's limits: files over `crawl.max_download_bytes` are not read,
     Juncture's own folders are skipped, and a root inside the lake is refused."""
     lake = () if "://" in settings.lake else (settings.lake,)
-    return list_folder(root, source_name, max_bytes=settings.crawl.max_download_bytes,
-                       exclude=own_paths(settings), refuse_inside=lake)
+    return list_folder(
+        root, source_name, max_bytes=settings.crawl.max_download_bytes, exclude=own_paths(settings), refuse_inside=lake
+    )
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -93,8 +101,14 @@ class _LocalGuard:
         return None
 
 
-def list_folder(root: str, source_name: str, *, max_bytes: int | None = None, exclude: Iterable[str] = (),
-                refuse_inside: Iterable[str] = ()) -> list[ListedTable]:
+def list_folder(
+    root: str,
+    source_name: str,
+    *,
+    max_bytes: int | None = None,
+    exclude: Iterable[str] = (),
+    refuse_inside: Iterable[str] = (),
+) -> list[ListedTable]:
     """Every table under `root`. `exclude` names folders never read (Juncture's own, see `own_paths`),
     `refuse_inside` folders the root may not lie in, `max_bytes` the largest file that is read."""
     fs, base = folder_filesystem(root)
@@ -127,10 +141,20 @@ def list_folder(root: str, source_name: str, *, max_bytes: int | None = None, ex
                     continue
                 mtime = entry.mtime_ns if entry.mtime_ns is not None else 0
                 too_big = max_bytes is not None and entry.size is not None and entry.size > max_bytes
-                out.append(ListedTable(table_id=file_table_id(rel), source=source_name, name=rel,
-                                       stamp=f"{mtime}:{entry.size}", format=fmt, path=entry.path,
-                                       problem=f"file of {entry.size} bytes is over the limit of {max_bytes} "
-                                               "(crawl.max_download_bytes)" if too_big else None))
+                out.append(
+                    ListedTable(
+                        table_id=file_table_id(rel),
+                        source=source_name,
+                        name=rel,
+                        stamp=f"{mtime}:{entry.size}",
+                        format=fmt,
+                        path=entry.path,
+                        problem=f"file of {entry.size} bytes is over the limit of {max_bytes} "
+                        "(crawl.max_download_bytes)"
+                        if too_big
+                        else None,
+                    )
+                )
     return sorted(reject_duplicate_ids(out), key=lambda t: (t.table_id, t.name))
 
 
@@ -141,5 +165,12 @@ def _delta_entry(path: str, rel: str, source_name: str) -> ListedTable:
         problem = None
     except Exception as e:  # a broken table is that table's failure, not the crawl's
         stamp, problem = "", f"unreadable Delta table: {e}"
-    return ListedTable(table_id=file_table_id(rel), source=source_name, name=rel, stamp=stamp, format="delta",
-                       path=path, problem=problem)
+    return ListedTable(
+        table_id=file_table_id(rel),
+        source=source_name,
+        name=rel,
+        stamp=stamp,
+        format="delta",
+        path=path,
+        problem=problem,
+    )

@@ -94,8 +94,9 @@ class _DeadlineStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
         return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, _bounded(timeout)))
 
     def get_extra_info(self, info: str) -> Any:
@@ -106,29 +107,40 @@ class _DeadlineBackend(httpcore.NetworkBackend):
     def __init__(self) -> None:
         self._inner = httpcore.SyncBackend()
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Any = None) -> httpcore.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.NetworkStream:
         """A connection to `host`, pinned to addresses checked here: a public portal's call never
         reaches a non-public address, even when DNS answers differently than it did for the URL check."""
         if getattr(_DEADLINE, "allow_internal", True):
-            return _DeadlineStream(self._inner.connect_tcp(host, port, _bounded(timeout), local_address,
-                                                           socket_options))
+            return _DeadlineStream(
+                self._inner.connect_tcp(host, port, _bounded(timeout), local_address, socket_options)
+            )
         addresses = resolve_addresses(host)
         internal = [a for a in addresses if is_internal(a)]
         if internal:
-            raise RefusedError(f"{host}:{port}", f"refused by the URL policy: host {host} resolves to the "
-                                                 f"non-public address {internal[0]}")
+            raise RefusedError(
+                f"{host}:{port}",
+                f"refused by the URL policy: host {host} resolves to the non-public address {internal[0]}",
+            )
         error: Exception = httpcore.ConnectError(f"{host} does not resolve")
         for address in addresses:
             try:
-                return _DeadlineStream(self._inner.connect_tcp(address, port, _bounded(timeout), local_address,
-                                                               socket_options))
+                return _DeadlineStream(
+                    self._inner.connect_tcp(address, port, _bounded(timeout), local_address, socket_options)
+                )
             except httpcore.ConnectError as e:
                 error = e
         raise error
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Any = None) -> httpcore.NetworkStream:  # pragma: no cover - unused
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> httpcore.NetworkStream:  # pragma: no cover - unused
         return _DeadlineStream(self._inner.connect_unix_socket(path, _bounded(timeout), socket_options))
 
     def sleep(self, seconds: float) -> None:  # pragma: no cover - httpcore retries are off
@@ -139,8 +151,9 @@ def _deadline_transport() -> httpx.HTTPTransport:
     """httpx's transport over a connection pool whose sockets honour the deadline (httpx does not
     take a network backend, so the pool it built is replaced by an equal one that uses ours)."""
     transport = httpx.HTTPTransport()
-    transport._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(),
-                                              network_backend=_DeadlineBackend())
+    transport._pool = httpcore.ConnectionPool(
+        ssl_context=httpx.create_ssl_context(), network_backend=_DeadlineBackend()
+    )
     return transport
 
 
@@ -175,8 +188,9 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
 class HostRateLimiter:
     """At most `rate` requests per second per host (a minimum spacing between request starts)."""
 
-    def __init__(self, rate: float, *, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self, rate: float, *, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
         self.interval = 1.0 / rate if rate > 0 else 0.0
         self._next: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -196,16 +210,25 @@ class HostRateLimiter:
 class HttpClient:
     """GET with retries. One instance per crawl; it is safe to share between threads."""
 
-    def __init__(self, settings: CrawlSettings, *, headers: Mapping[str, str] | None = None,
-                 sleep: Callable[[float], None] = time.sleep, rng: random.Random | None = None,
-                 transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        settings: CrawlSettings,
+        *,
+        headers: Mapping[str, str] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.settings = settings
         self._sleep = sleep
         self._rng = rng or random.Random()
         self.limiter = HostRateLimiter(settings.requests_per_second, sleep=sleep)
-        self._client = httpx.Client(timeout=httpx.Timeout(settings.timeout_s), follow_redirects=False,
-                                    headers={"User-Agent": "juncture-crawler/0.1", **(headers or {})},
-                                    transport=transport or _deadline_transport())
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(settings.timeout_s),
+            follow_redirects=False,
+            headers={"User-Agent": "juncture-crawler/0.1", **(headers or {})},
+            transport=transport or _deadline_transport(),
+        )
         self.n_requests = 0
         self.n_retries = 0
 
@@ -221,15 +244,22 @@ class HttpClient:
     def backoff(self, attempt: int, retry_after: float | None) -> float:
         """Full-jitter exponential backoff, but never less than the server's Retry-After."""
         s = self.settings
-        cap = min(s.backoff_max_s, s.backoff_base_s * (2 ** attempt))
+        cap = min(s.backoff_max_s, s.backoff_base_s * (2**attempt))
         delay = self._rng.uniform(0, cap) if cap > 0 else 0.0
         if retry_after is not None:
             delay = max(delay, min(retry_after, s.max_retry_after_s))
         return delay
 
-    def _attempts(self, method: str, url: str, *, params: Mapping[str, Any] | None,
-                  headers: Mapping[str, str] | None, handle: Callable[[httpx.Response], Any],
-                  policy: UrlPolicy | None) -> Any:
+    def _attempts(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, Any] | None,
+        headers: Mapping[str, str] | None,
+        handle: Callable[[httpx.Response], Any],
+        policy: UrlPolicy | None,
+    ) -> Any:
         """`handle(response)` of the first good answer, retrying what retrying can fix, all within
         the call's deadline. Without a policy, the URL's own origin is the portal's."""
         policy = policy or UrlPolicy(url, self.settings.allowed_hosts)
@@ -241,8 +271,15 @@ class HttpClient:
         finally:
             _DEADLINE.at, _DEADLINE.allow_internal = None, True
 
-    def _retrying(self, method: str, url: str, params: Mapping[str, Any] | None, headers: Mapping[str, str],
-                  handle: Callable[[httpx.Response], Any], policy: UrlPolicy) -> Any:
+    def _retrying(
+        self,
+        method: str,
+        url: str,
+        params: Mapping[str, Any] | None,
+        headers: Mapping[str, str],
+        handle: Callable[[httpx.Response], Any],
+        policy: UrlPolicy,
+    ) -> Any:
         last: str = "no attempt"
         status: int | None = None
         for attempt in range(self.settings.max_retries + 1):
@@ -266,16 +303,23 @@ class HttpClient:
             if attempt < self.settings.max_retries:
                 delay = self.backoff(attempt, retry_after)
                 if time.monotonic() + delay > _DEADLINE.at:
-                    raise DeadlineError(url, f"gave up at the deadline of {self.settings.download_deadline_s:g} s "
-                                             f"(next retry would start after it): {last}", status)
-                log.info("retrying", extra={"url": _short(url), "attempt": attempt + 1, "reason": last,
-                                            "delay_s": round(delay, 3)})
+                    raise DeadlineError(
+                        url,
+                        f"gave up at the deadline of {self.settings.download_deadline_s:g} s "
+                        f"(next retry would start after it): {last}",
+                        status,
+                    )
+                log.info(
+                    "retrying",
+                    extra={"url": _short(url), "attempt": attempt + 1, "reason": last, "delay_s": round(delay, 3)},
+                )
                 self._sleep(delay)
         raise FetchError(url, f"gave up after {self.settings.max_retries + 1} attempts: {last}", status)
 
     @contextlib.contextmanager
-    def _follow(self, method: str, url: str, params: Mapping[str, Any] | None, headers: Mapping[str, str],
-                policy: UrlPolicy) -> Iterator[httpx.Response]:
+    def _follow(
+        self, method: str, url: str, params: Mapping[str, Any] | None, headers: Mapping[str, str], policy: UrlPolicy
+    ) -> Iterator[httpx.Response]:
         """The response at the end of `url`'s redirects, each hop checked against `policy`; the
         credentials in `headers` go only to the portal's origin, and never again once a hop left it."""
         credentials = policy.credentials_for(url, headers)
@@ -283,8 +327,9 @@ class HttpClient:
             _check(policy, url)
             self.limiter.wait(urlsplit(url).netloc)
             self.n_requests += 1
-            resp = self._client.send(self._client.build_request(method, url, params=params, headers=credentials),
-                                     stream=True)
+            resp = self._client.send(
+                self._client.build_request(method, url, params=params, headers=credentials), stream=True
+            )
             location = resp.headers.get("Location") if resp.status_code in REDIRECT_STATUS else None
             if location is None:
                 try:
@@ -300,9 +345,16 @@ class HttpClient:
                 method = "GET"
         raise RefusedError(url, f"more than {self.settings.max_redirects} redirects")
 
-    def get_json(self, url: str, *, params: Mapping[str, Any] | None = None,
-                 headers: Mapping[str, str] | None = None, policy: UrlPolicy | None = None) -> Any:
+    def get_json(
+        self,
+        url: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        policy: UrlPolicy | None = None,
+    ) -> Any:
         """GET a JSON document (capped at max_download_bytes); invalid JSON is a FetchError."""
+
         def handle(resp: httpx.Response) -> Any:
             body = bytearray()
             for chunk in resp.iter_bytes():
@@ -317,8 +369,15 @@ class HttpClient:
 
         return self._attempts("GET", url, params=params, headers=headers, handle=handle, policy=policy)
 
-    def download(self, url: str, dest_dir: Path, *, params: Mapping[str, Any] | None = None,
-                 headers: Mapping[str, str] | None = None, policy: UrlPolicy | None = None) -> Download:
+    def download(
+        self,
+        url: str,
+        dest_dir: Path,
+        *,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        policy: UrlPolicy | None = None,
+    ) -> Download:
         """Stream `url` into a new temp file under `dest_dir`, hashing as it goes. The caller moves
         or deletes the file. Bodies over `max_download_bytes` (after decompression) are refused, and
         so is a download still running at `download_deadline_s`."""

@@ -12,8 +12,16 @@ from plugins.sources.url_policy import UrlPolicy
 
 SOCRATA_ID = re.compile(r"^[a-z0-9]{4}-[a-z0-9]{4}$")
 PORTAL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,199}$")
-TABULAR_FORMATS = {"csv": "csv", "tsv": "tsv", "tab": "tsv", "json": "json", "xlsx": "xlsx",
-                   "text/csv": "csv", "text/tab-separated-values": "tsv", "application/json": "json"}
+TABULAR_FORMATS = {
+    "csv": "csv",
+    "tsv": "tsv",
+    "tab": "tsv",
+    "json": "json",
+    "xlsx": "xlsx",
+    "text/csv": "csv",
+    "text/tab-separated-values": "tsv",
+    "application/json": "json",
+}
 
 
 class ListingError(JunctureError):
@@ -70,7 +78,13 @@ def reject_duplicate_ids(entries: list[ListedTable]) -> list[ListedTable]:
     names: dict[str, list[str]] = {}
     for e in entries:
         names.setdefault(e.table_id, []).append(e.name)
-    return [e if len(names[e.table_id]) == 1 else dataclasses.replace(
-        e, problem=f"{len(names[e.table_id])} entries map to table_id {e.table_id!r}: "
-                   + ", ".join(repr(n) for n in sorted(names[e.table_id])))
-        for e in entries]
+    return [
+        e
+        if len(names[e.table_id]) == 1
+        else dataclasses.replace(
+            e,
+            problem=f"{len(names[e.table_id])} entries map to table_id {e.table_id!r}: "
+            + ", ".join(repr(n) for n in sorted(names[e.table_id])),
+        )
+        for e in entries
+    ]

@@ -55,15 +55,29 @@ SAMPLE_BYTES = 64 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZIP_MAGIC = b"PK\x03\x04"
 # Formats that are not text and that we do not unpack: refused by their first bytes.
-_REFUSED_MAGIC = ((b"BZh", "bzip2-compressed"), (b"\xfd7zXZ\x00", "xz-compressed"),
-                  (b"\x28\xb5\x2f\xfd", "zstd-compressed"),
-                  (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"), (b"Rar!\x1a\x07", "a RAR archive"),
-                  (b"%PDF-", "a PDF document"), (b"\x7fELF", "an executable"), (b"\x89PNG", "a PNG image"),
-                  (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"), (b"\x04\x22\x4d\x18", "LZ4-compressed"),
-                  (b"PAR1", "a Parquet file"), (_ZIP_MAGIC, "a ZIP archive"))
+_REFUSED_MAGIC = (
+    (b"BZh", "bzip2-compressed"),
+    (b"\xfd7zXZ\x00", "xz-compressed"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"Rar!\x1a\x07", "a RAR archive"),
+    (b"%PDF-", "a PDF document"),
+    (b"\x7fELF", "an executable"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"\x04\x22\x4d\x18", "LZ4-compressed"),
+    (b"PAR1", "a Parquet file"),
+    (_ZIP_MAGIC, "a ZIP archive"),
+)
 _BINARY_SHARE = 0.05  # decoded text with more control or undecodable characters than this is binary
-_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
-         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 
 
 class ParseError(Exception):
@@ -95,9 +109,15 @@ class ParseLimits:
 
     @classmethod
     def from_settings(cls, crawl: CrawlSettings) -> ParseLimits:
-        return cls(max_cell_bytes=crawl.max_cell_bytes, max_decompressed_bytes=crawl.max_decompressed_bytes,
-                   max_rows=crawl.max_rows, max_columns=crawl.max_columns, max_cells=crawl.max_cells,
-                   max_json_bytes=crawl.max_json_bytes, max_file_bytes=crawl.max_download_bytes)
+        return cls(
+            max_cell_bytes=crawl.max_cell_bytes,
+            max_decompressed_bytes=crawl.max_decompressed_bytes,
+            max_rows=crawl.max_rows,
+            max_columns=crawl.max_columns,
+            max_cells=crawl.max_cells,
+            max_json_bytes=crawl.max_json_bytes,
+            max_file_bytes=crawl.max_download_bytes,
+        )
 
     def check_shape(self, n_rows: int, n_columns: int) -> None:
         """ParseError when a table of this shape is over a limit (called as rows arrive)."""
@@ -106,8 +126,7 @@ class ParseLimits:
         if n_rows > self.max_rows:
             raise ParseError(f"more than {self.max_rows} rows (crawl.max_rows)")
         if n_rows * n_columns > self.max_cells:
-            raise ParseError(f"more than {self.max_cells} cells: {n_rows} rows x {n_columns} columns "
-                             "(crawl.max_cells)")
+            raise ParseError(f"more than {self.max_cells} cells: {n_rows} rows x {n_columns} columns (crawl.max_cells)")
 
 
 class CappedReader(io.RawIOBase):
@@ -137,8 +156,9 @@ def open_payload(path: str, limits: ParseLimits) -> IO[bytes]:
     f = open(path, "rb")  # noqa: SIM115 - returned to the caller
     if f.read(2) == _GZIP_MAGIC:
         f.seek(0)
-        return io.BufferedReader(CappedReader(gzip.GzipFile(fileobj=f), limits.max_decompressed_bytes,
-                                              "decompressed content"), SAMPLE_BYTES)
+        return io.BufferedReader(
+            CappedReader(gzip.GzipFile(fileobj=f), limits.max_decompressed_bytes, "decompressed content"), SAMPLE_BYTES
+        )
     f.seek(0)
     return f
 
@@ -192,7 +212,8 @@ def _single_byte(encoding: str) -> bool:
 def check_not_html(text_sample: str) -> None:
     head = text_sample.lstrip("\ufeff \t\r\n")[:512].lower()
     if head.startswith(("<!doctype html", "<html", "<head", "<body")) or (
-            head.startswith("<") and ("<html" in head or "<body" in head or "<title" in head)):
+        head.startswith("<") and ("<html" in head or "<body" in head or "<title" in head)
+    ):
         raise ParseError("an HTML page was served instead of data (an error or login page?)")
 
 
@@ -248,11 +269,12 @@ def check_text(text_sample: str) -> None:
         return
     # NUL is left out: a text cell may hold one (the token contract handles it), and a few odd
     # characters in a small file are data, not a sign of binary content.
-    bad = sum(1 for c in text_sample
-              if c == "\ufffd" or (c not in "\t\n\r\f\x00" and unicodedata.category(c) == "Cc"))
+    bad = sum(1 for c in text_sample if c == "\ufffd" or (c not in "\t\n\r\f\x00" and unicodedata.category(c) == "Cc"))
     if bad >= 16 and bad > _BINARY_SHARE * len(text_sample):
-        raise ParseError(f"binary content, not text ({bad} of the first {len(text_sample)} characters are "
-                         "control or undecodable characters)")
+        raise ParseError(
+            f"binary content, not text ({bad} of the first {len(text_sample)} characters are "
+            "control or undecodable characters)"
+        )
 
 
 def first_record_width(path: str, encoding: str, delimiter: str, limits: ParseLimits) -> int:
@@ -261,11 +283,13 @@ def first_record_width(path: str, encoding: str, delimiter: str, limits: ParseLi
 
     The scan toggles "quoted" at every quote (an escaped `""` toggles twice), which may read past the
     record's real end but not stop short of it; Python's csv reader then splits the text it kept."""
-    special = re.compile("[\"\r\n" + re.escape(delimiter) + "]")
+    special = re.compile('["\r\n' + re.escape(delimiter) + "]")
     fields, in_quotes, content, complete = 1, False, False, True
     kept: list[str] = []
-    with open_payload(path, limits) as raw, io.TextIOWrapper(raw, encoding=encoding, errors="replace",
-                                                               newline="") as text:
+    with (
+        open_payload(path, limits) as raw,
+        io.TextIOWrapper(raw, encoding=encoding, errors="replace", newline="") as text,
+    ):
         while chunk := text.read(SAMPLE_BYTES):
             if len(kept) * SAMPLE_BYTES <= limits.max_cell_bytes * 2:
                 kept.append(chunk)
@@ -282,8 +306,7 @@ def first_record_width(path: str, encoding: str, delimiter: str, limits: ParseLi
                 elif c == delimiter:
                     fields, content = fields + 1, True
                     if fields > limits.max_columns:
-                        raise ParseError(f"the header has more than {limits.max_columns} columns "
-                                         "(crawl.max_columns)")
+                        raise ParseError(f"the header has more than {limits.max_columns} columns (crawl.max_columns)")
                 elif content:
                     end = m.start()
                     break
@@ -316,12 +339,16 @@ def _parse_csv_arrow(path: str, encoding: str, delimiter: str, width: int, limit
         with open_payload(path, limits) as stream:
             reader = pcsv.open_csv(
                 stream,
-                read_options=pcsv.ReadOptions(column_names=names, encoding=arrow_encoding, block_size=block,
-                                              use_threads=False),
+                read_options=pcsv.ReadOptions(
+                    column_names=names, encoding=arrow_encoding, block_size=block, use_threads=False
+                ),
                 parse_options=pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
-                convert_options=pcsv.ConvertOptions(column_types=dict.fromkeys(names, pa.string()),
-                                                    strings_can_be_null=True, null_values=[""],
-                                                    quoted_strings_can_be_null=True),
+                convert_options=pcsv.ConvertOptions(
+                    column_types=dict.fromkeys(names, pa.string()),
+                    strings_can_be_null=True,
+                    null_values=[""],
+                    quoted_strings_can_be_null=True,
+                ),
             )
             for batch in reader:  # rows arrive a block at a time: the limits stop a bomb early
                 n += batch.num_rows
@@ -365,8 +392,10 @@ def _parse_csv_python(path: str, encoding: str, delimiter: str, limits: ParseLim
     csv.field_size_limit(max(limits.max_cell_bytes, 1))
     ragged_short = ragged_long = quote_cells = 0
     try:
-        with open_payload(path, limits) as raw, io.TextIOWrapper(raw, encoding=encoding, errors="replace",
-                                                                   newline="") as text:
+        with (
+            open_payload(path, limits) as raw,
+            io.TextIOWrapper(raw, encoding=encoding, errors="replace", newline="") as text,
+        ):
             reader = csv.reader(_guarded_lines(text, delimiter, limits), delimiter=delimiter, strict=False)
             try:
                 header = next(reader, None)
@@ -393,8 +422,9 @@ def _parse_csv_python(path: str, encoding: str, delimiter: str, limits: ParseLim
                         cols[j].append(v if v != "" else None)
             except csv.Error as e:
                 if "field larger than field limit" in str(e):
-                    raise ParseError(f"a cell is over the limit of {limits.max_cell_bytes} bytes "
-                                     f"(line {reader.line_num})") from None
+                    raise ParseError(
+                        f"a cell is over the limit of {limits.max_cell_bytes} bytes (line {reader.line_num})"
+                    ) from None
                 raise ParseError(f"malformed CSV at line {reader.line_num}: {e}") from None
     finally:
         csv.field_size_limit(old_limit)
@@ -447,18 +477,32 @@ def _rows_to_content(header: Sequence[Any], rows: Iterable[Sequence[Any]], limit
             if t is not None and len(t) > limits.max_cell_bytes:
                 raise ParseError(f"a cell of {len(t)} characters is over the limit of {limits.max_cell_bytes}")
             cols[j].append(None if t == "" else t)
-    problems = [p for p, n in ((f"{short} short rows padded with nulls", short),
-                               (f"{long} long rows cut to {width} columns", long)) if n]
-    return ParsedContent([None if h is None else str(h) for h in header], cols,
-                         len(cols[0]) if cols else 0, problems=problems)
+    problems = [
+        p
+        for p, n in (
+            (f"{short} short rows padded with nulls", short),
+            (f"{long} long rows cut to {width} columns", long),
+        )
+        if n
+    ]
+    return ParsedContent(
+        [None if h is None else str(h) for h in header], cols, len(cols[0]) if cols else 0, problems=problems
+    )
 
 
 def _parse_json(path: str, encoding: str, limits: ParseLimits) -> ParsedContent:
     try:
-        with open_payload(path, limits) as raw, io.TextIOWrapper(
-                io.BufferedReader(CappedReader(raw, limits.max_json_bytes, "JSON document",
-                                               " (JSON is parsed in memory: crawl.max_json_bytes)")),
-                encoding=encoding) as text:
+        with (
+            open_payload(path, limits) as raw,
+            io.TextIOWrapper(
+                io.BufferedReader(
+                    CappedReader(
+                        raw, limits.max_json_bytes, "JSON document", " (JSON is parsed in memory: crawl.max_json_bytes)"
+                    )
+                ),
+                encoding=encoding,
+            ) as text,
+        ):
             doc = json.load(text)
     except (ValueError, UnicodeDecodeError) as e:
         raise ParseError(f"invalid JSON: {e}") from None
@@ -504,8 +548,9 @@ def _parse_xlsx(path: str, limits: ParseLimits) -> ParsedContent:
     except (zipfile.BadZipFile, OSError) as e:
         raise ParseError(f"unreadable XLSX: {type(e).__name__}: {e}") from None
     if unpacked > limits.max_decompressed_bytes:
-        raise ParseError(f"XLSX unpacks to {unpacked} bytes, over the limit of {limits.max_decompressed_bytes} "
-                         "(a zip bomb?)")
+        raise ParseError(
+            f"XLSX unpacks to {unpacked} bytes, over the limit of {limits.max_decompressed_bytes} (a zip bomb?)"
+        )
     try:
         wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
     except Exception as e:
@@ -572,8 +617,6 @@ def _parse_parquet(files: list[str], limits: ParseLimits) -> ParsedContent:
 
 def _parse_delta(path: str, limits: ParseLimits) -> ParsedContent:
 
-
-
     try:
         dt = DeltaTable(path)
         schema = pa.schema(dt.schema().to_arrow())  # type: ignore[arg-type]
@@ -587,8 +630,12 @@ def _parse_delta(path: str, limits: ParseLimits) -> ParsedContent:
             values = dict(unquote(seg).split("=", 1) for seg in uri.split("/") if "=" in seg)
             for col in part_cols:  # Hive-style folders hold the partition values
                 raw = values.get(col)
-                piece = piece.append_column(col, pa.array([None if raw in (None, "__HIVE_DEFAULT_PARTITION__")
-                                                           else raw] * piece.num_rows, pa.string()))
+                piece = piece.append_column(
+                    col,
+                    pa.array(
+                        [None if raw in (None, "__HIVE_DEFAULT_PARTITION__") else raw] * piece.num_rows, pa.string()
+                    ),
+                )
             parts.append(piece.select(schema.names))
         table = pa.concat_tables(parts, promote_options="permissive") if parts else schema.empty_table()
     except ParseError:
@@ -609,8 +656,6 @@ def _open_binary(path_or_uri: str):  # type: ignore[no-untyped-def]
 
 def delta_content_sha256(path: str) -> str:
     """A content hash of a Delta table's current snapshot: its data files' bytes, in path order."""
-
-
 
     digest = hashlib.sha256()
     for uri in sorted(_delta_files(DeltaTable(path))):

@@ -44,8 +44,9 @@ class SocrataHook:
             if scroll_id is not None:
                 params["scroll_id"] = scroll_id
             try:
-                doc = self.client.get_json(f"{self.base}/api/catalog/v1", params=params, headers=self.headers,
-                                           policy=self.policy)
+                doc = self.client.get_json(
+                    f"{self.base}/api/catalog/v1", params=params, headers=self.headers, policy=self.policy
+                )
             except FetchError as e:
                 raise ListingError(f"socrata catalog of {self.domain}: {e}") from None
             results = doc.get("results") if isinstance(doc, dict) else None
@@ -81,14 +82,25 @@ class SocrataHook:
             ds_id = check_id(res.get("id"), SOCRATA_ID, "Socrata dataset id")
         except BadIdError as e:
             log.warning("skipping dataset", extra={"reason": str(e)})
-            return ListedTable(table_id=f"socrata:{self.domain}:<invalid>", source=self.source.name,
-                               name=str(res.get("id"))[:80], stamp="", format="csv", problem=str(e))
+            return ListedTable(
+                table_id=f"socrata:{self.domain}:<invalid>",
+                source=self.source.name,
+                name=str(res.get("id"))[:80],
+                stamp="",
+                format="csv",
+                problem=str(e),
+            )
         stamp = "|".join(str(res.get(k) or "") for k in ("data_updated_at", "updatedAt"))
         types = res.get("columns_datatype")
         return ListedTable(
-            table_id=socrata_table_id(self.domain, ds_id), source=self.source.name, name=ds_id,
-            title=str(res.get("name") or "") or None, stamp=stamp, format="csv",
+            table_id=socrata_table_id(self.domain, ds_id),
+            source=self.source.name,
+            name=ds_id,
+            title=str(res.get("name") or "") or None,
+            stamp=stamp,
+            format="csv",
             url=f"{self.base}/api/views/{quote(ds_id, safe='')}/rows.csv?accessType=DOWNLOAD",
-            headers=self.headers, policy=self.policy,
+            headers=self.headers,
+            policy=self.policy,
             portal_types=tuple(str(t) for t in types) if isinstance(types, list) else (),
         )

@@ -73,8 +73,13 @@ class Origin:
         """Same origin, or the http->https upgrade of the same host on default ports."""
         if self == other:
             return True
-        return (self.host == other.host and self.scheme == "http" and other.scheme == "https"
-                and self.port == 80 and other.port == 443)
+        return (
+            self.host == other.host
+            and self.scheme == "http"
+            and other.scheme == "https"
+            and self.port == 80
+            and other.port == 443
+        )
 
 
 def _host_matches(entry: str, origin: Origin) -> bool:
@@ -91,8 +96,9 @@ class UrlPolicy:
     """The policy of one source: its own URL, the operator's allow-list and a resolver (answers are
     kept for the policy's lifetime, one crawl, so a listing of many resources resolves each host once)."""
 
-    def __init__(self, home: str, allowed_hosts: tuple[str, ...] = (), *,
-                 resolver: Resolver = resolve_addresses) -> None:
+    def __init__(
+        self, home: str, allowed_hosts: tuple[str, ...] = (), *, resolver: Resolver = resolve_addresses
+    ) -> None:
         self.home, self.allowed_hosts = home, tuple(allowed_hosts)
         self.origin = Origin.of(home)
         self._resolver = resolver
@@ -121,8 +127,10 @@ class UrlPolicy:
         if not target.host:
             return "the URL names no host"
         if not (self.origin.same_site(target) or any(_host_matches(e, target) for e in self.allowed_hosts)):
-            return (f"host {target.host}:{target.port} is neither the portal's own "
-                    f"({self.origin.host}:{self.origin.port}) nor in crawl.allowed_hosts")
+            return (
+                f"host {target.host}:{target.port} is neither the portal's own "
+                f"({self.origin.host}:{self.origin.port}) nor in crawl.allowed_hosts"
+            )
         internal = [a for a in self._addresses(target.host) if is_internal(a)]
         if internal and not self.home_is_internal():
             return f"host {target.host} resolves to the non-public address {internal[0]}"

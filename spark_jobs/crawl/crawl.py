@@ -108,8 +108,9 @@ def _prior_state(store: LakeStore) -> dict[str, _Prior]:
     if not store.exists(DATASETS):
         return {}
     rows = store.read_arrow(DATASETS, columns=["table_id", "source", "content_sha256", "source_updated_at"])
-    return {r["table_id"]: _Prior(r["source"] or "", r["content_sha256"], r["source_updated_at"])
-            for r in rows.to_pylist()}
+    return {
+        r["table_id"]: _Prior(r["source"] or "", r["content_sha256"], r["source_updated_at"]) for r in rows.to_pylist()
+    }
 
 
 class _LakeFiles:
@@ -135,7 +136,6 @@ class _LakeFiles:
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             os.replace(tmp, dest)
         else:
-
             pafs.copy_files(str(tmp), dest, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=self.fs)
             tmp.unlink(missing_ok=True)
 
@@ -168,24 +168,38 @@ def _file_sha256(path: str) -> tuple[str, int]:
 
 def _list_source(source: SourceConfig, client: HttpClient, settings: Settings) -> list[ListedTable]:
     if source.kind == "socrata":
-
         return SocrataHook(source, client, page_size=settings.crawl.page_size).list_tables()
     if source.kind == "ckan":
-
         return CkanHook(source, client, page_size=settings.crawl.page_size).list_tables()
     return list_source_folder(source.path, source.name, settings)
 
 
 def _to_parsed(entry: ListedTable, content: Any, sha: str) -> ParsedTable:
     types = list(entry.portal_types) if len(entry.portal_types) == len(content.headers) else []
-    return ParsedTable(table_id=entry.table_id, headers=content.headers, columns=content.columns,
-                       source=entry.source, name=entry.name, title=entry.title, format=entry.format,
-                       portal_types=types, content_sha256=sha, source_updated_at=entry.stamp)
+    return ParsedTable(
+        table_id=entry.table_id,
+        headers=content.headers,
+        columns=content.columns,
+        source=entry.source,
+        name=entry.name,
+        title=entry.title,
+        format=entry.format,
+        portal_types=types,
+        content_sha256=sha,
+        source_updated_at=entry.stamp,
+    )
 
 
-def run_crawl(settings: Settings, *, source_name: str | None = None, folder: str | None = None,
-              spark: SparkSession | None = None, progress: Progress | None = None, fault: Fault | None = None,
-              client: HttpClient | None = None) -> CrawlReport:
+def run_crawl(
+    settings: Settings,
+    *,
+    source_name: str | None = None,
+    folder: str | None = None,
+    spark: SparkSession | None = None,
+    progress: Progress | None = None,
+    fault: Fault | None = None,
+    client: HttpClient | None = None,
+) -> CrawlReport:
     """Crawl the configured sources (or one, or a lake folder) and land one change batch.
 
     `fault` is called with a step name (`dataset:<table_id>` before each table, `land` before the
@@ -227,8 +241,18 @@ def run_crawl(settings: Settings, *, source_name: str | None = None, folder: str
                 if fault:
                     fault(f"dataset:{entry.table_id}")
                 with log_context(dataset_id=entry.table_id):
-                    _crawl_one(entry, source, prior.get(entry.table_id), client, files, tmp_dir, limits, report,
-                               found.added, found.refresh)
+                    _crawl_one(
+                        entry,
+                        source,
+                        prior.get(entry.table_id),
+                        client,
+                        files,
+                        tmp_dir,
+                        limits,
+                        report,
+                        found.added,
+                        found.refresh,
+                    )
         if fault:
             fault("land")
         _land(settings, spark, found, report)
@@ -236,8 +260,9 @@ def run_crawl(settings: Settings, *, source_name: str | None = None, folder: str
         if own_client:
             client.close()
         shutil.rmtree(tmp_dir, ignore_errors=True)
-    log.info("crawl done", extra={k: v for k, v in dataclasses.asdict(report).items()
-                                  if isinstance(v, int) or v is None})
+    log.info(
+        "crawl done", extra={k: v for k, v in dataclasses.asdict(report).items() if isinstance(v, int) or v is None}
+    )
     return report
 
 
@@ -258,10 +283,14 @@ def _land(settings: Settings, spark: SparkSession | None, found: _Found, report:
         store = LakeStore(settings.lake, spark)
         now = _prior_state(store)
         added = [t for t in found.added if now.get(t.table_id) is None or now[t.table_id].sha != t.content_sha256]
-        deleted = sorted(tid for tid, p in now.items()
-                         if p.source in found.complete_sources and tid not in found.listed_ids)
-        stamps = {tid: stamp for tid, stamp in found.refresh.items()
-                  if tid in now and now[tid].stamp != stamp and tid not in {t.table_id for t in added}}
+        deleted = sorted(
+            tid for tid, p in now.items() if p.source in found.complete_sources and tid not in found.listed_ids
+        )
+        stamps = {
+            tid: stamp
+            for tid, stamp in found.refresh.items()
+            if tid in now and now[tid].stamp != stamp and tid not in {t.table_id for t in added}
+        }
         batch = land_batch(store, added, deleted, n_buckets=settings.index.cells_buckets, stamps=stamps)
     if batch.batch_id:
         report.batch_id = batch.batch_id
@@ -270,9 +299,18 @@ def _land(settings: Settings, spark: SparkSession | None, found: _Found, report:
     report.deleted = len(deleted)
 
 
-def _crawl_one(entry: ListedTable, source: SourceConfig, prev: _Prior | None, client: HttpClient,
-               files: _LakeFiles, tmp_dir: Path, limits: ParseLimits, report: CrawlReport,
-               added: list[ParsedTable], refresh: dict[str, str]) -> None:
+def _crawl_one(
+    entry: ListedTable,
+    source: SourceConfig,
+    prev: _Prior | None,
+    client: HttpClient,
+    files: _LakeFiles,
+    tmp_dir: Path,
+    limits: ParseLimits,
+    report: CrawlReport,
+    added: list[ParsedTable],
+    refresh: dict[str, str],
+) -> None:
     settled = prev is not None
     if settled and prev.stamp == entry.stamp and entry.stamp:
         report.unchanged += 1
@@ -319,9 +357,11 @@ def _crawl_one(entry: ListedTable, source: SourceConfig, prev: _Prior | None, cl
 
 
 def format_report(report: CrawlReport) -> str:
-    lines = [f"listed {report.listed}, new {report.new}, changed {report.changed}, deleted {report.deleted}, "
-             f"unchanged {report.unchanged}, failed {report.failed}, bytes {report.bytes:,}"
-             + (f" — batch {report.batch_id}" if report.batch_id else " — nothing to index")]
+    lines = [
+        f"listed {report.listed}, new {report.new}, changed {report.changed}, deleted {report.deleted}, "
+        f"unchanged {report.unchanged}, failed {report.failed}, bytes {report.bytes:,}"
+        + (f" — batch {report.batch_id}" if report.batch_id else " — nothing to index")
+    ]
     for dataset, reason in report.failures:
         lines.append(f"  FAILED {dataset}: {reason}")
     for dataset, problem in report.problems:

@@ -65,13 +65,18 @@ def cells_of(table: ParsedTable, n_buckets: int) -> pa.Table:
     for col, values in enumerate(table.columns, start=1):
         if len(values) != n:
             raise ValueError(f"{table.table_id}: column {col} has {len(values)} values, expected {n}")
-        parts.append(pa.table({
-            "table_id": pa.array([table.table_id] * n, pa.string()) if n else pa.array([], pa.string()),
-            "bucket": pa.array(np.full(n, bucket, dtype=np.int32)),
-            "row": pa.array(np.arange(n, dtype=np.int64)),
-            "col": pa.array(np.full(n, col, dtype=np.int32)),
-            "value": _storable_array(values),
-        }, schema=CELLS_SCHEMA))
+        parts.append(
+            pa.table(
+                {
+                    "table_id": pa.array([table.table_id] * n, pa.string()) if n else pa.array([], pa.string()),
+                    "bucket": pa.array(np.full(n, bucket, dtype=np.int32)),
+                    "row": pa.array(np.arange(n, dtype=np.int64)),
+                    "col": pa.array(np.full(n, col, dtype=np.int32)),
+                    "value": _storable_array(values),
+                },
+                schema=CELLS_SCHEMA,
+            )
+        )
     return pa.concat_tables(parts) if parts else CELLS_SCHEMA.empty_table()
 
 
@@ -90,18 +95,37 @@ def _storable(value: str | None) -> str | None:
 
 
 def dataset_rows(tables: Sequence[ParsedTable], batch_id: int, now: dt.datetime) -> pa.Table:
-    return pa.Table.from_pylist([{
-        "table_id": t.table_id, "source": t.source, "name": _storable(t.name or t.table_id),
-        "title": _storable(t.title), "format": t.format,
-        "headers": column_headers([_storable(h) for h in t.headers]),
-        "portal_types": [_storable(p) for p in t.portal_types] or [None] * len(t.headers),
-        "n_rows": t.n_rows, "n_columns": len(t.headers), "content_sha256": t.content_sha256,
-        "source_updated_at": _storable(t.source_updated_at), "batch_id": batch_id, "landed_at": now,
-    } for t in tables], schema=DATASETS_SCHEMA)
+    return pa.Table.from_pylist(
+        [
+            {
+                "table_id": t.table_id,
+                "source": t.source,
+                "name": _storable(t.name or t.table_id),
+                "title": _storable(t.title),
+                "format": t.format,
+                "headers": column_headers([_storable(h) for h in t.headers]),
+                "portal_types": [_storable(p) for p in t.portal_types] or [None] * len(t.headers),
+                "n_rows": t.n_rows,
+                "n_columns": len(t.headers),
+                "content_sha256": t.content_sha256,
+                "source_updated_at": _storable(t.source_updated_at),
+                "batch_id": batch_id,
+                "landed_at": now,
+            }
+            for t in tables
+        ],
+        schema=DATASETS_SCHEMA,
+    )
 
 
-def land_batch(store: LakeStore, added: Sequence[ParsedTable], deleted: Sequence[str], *,
-               n_buckets: int, stamps: Mapping[str, str | None] | None = None) -> ChangeBatch:
+def land_batch(
+    store: LakeStore,
+    added: Sequence[ParsedTable],
+    deleted: Sequence[str],
+    *,
+    n_buckets: int,
+    stamps: Mapping[str, str | None] | None = None,
+) -> ChangeBatch:
     """Land `added` (new or changed tables) and remove `deleted` as the next change batch, and record
     `stamps` (new portal stamps of unchanged tables); all of it in one bronze commit."""
     if not added and not deleted and not stamps:
@@ -118,13 +142,15 @@ def land_batch(store: LakeStore, added: Sequence[ParsedTable], deleted: Sequence
     buckets = sorted({table_bucket(t, n_buckets) for t in touched})
     with log_context(batch_id=batch_id):
         cells = pa.concat_tables([cells_of(t, n_buckets) for t in added]) if added else CELLS_SCHEMA.empty_table()
-        store.overwrite_where(CELLS, cells, column="table_id", values=touched, partitions={"bucket": buckets},
-                              partition_by=["bucket"])
+        store.overwrite_where(
+            CELLS, cells, column="table_id", values=touched, partitions={"bucket": buckets}, partition_by=["bucket"]
+        )
         store.overwrite_where(DATASETS, dataset_rows(added, batch_id, now), column="table_id", values=touched)
         changes = pa.Table.from_pylist(
             [{"batch_id": batch_id, "table_id": t.table_id, "op": ADD, "created_at": now} for t in added]
             + [{"batch_id": batch_id, "table_id": tid, "op": DELETE, "created_at": now} for tid in deleted],
-            schema=CHANGES_SCHEMA)
+            schema=CHANGES_SCHEMA,
+        )
         store.append(CHANGES, changes)
         commit(store, BRONZE, base, batch_id=batch_id, kind="land")
         log.info("batch landed", extra={"n_added": len(added), "n_deleted": len(deleted), "n_cells": cells.num_rows})

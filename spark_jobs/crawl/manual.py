@@ -76,8 +76,10 @@ def path_tables(settings: Settings, entry: str) -> list[tuple[str, str, str, str
             raise UserError(f"--add {entry}: not a table file (csv, tsv, json, xlsx, parquet)")
         return [(file_table_id(path.relative_to(root).as_posix()), source, fmt, str(path))]
     prefix = path.relative_to(root).as_posix()
-    out = [(file_table_id(f"{prefix}/{t.name}") if prefix != "." else t.table_id,
-            source, t.format, t.path) for t in list_source_folder(str(path), source, settings)]
+    out = [
+        (file_table_id(f"{prefix}/{t.name}") if prefix != "." else t.table_id, source, t.format, t.path)
+        for t in list_source_folder(str(path), source, settings)
+    ]
     if not out:
         raise UserError(f"--add {entry}: no table files found in the folder")
     return out
@@ -97,13 +99,13 @@ def land_update(settings: Settings, store: LakeStore, *, add: Sequence[str], del
             if report.batch_id:
                 crawled = ChangeBatch(report.batch_id, (), ())
     with lake_lock(settings, "update"):
-        batch = _land_files(settings, LakeStore(settings.lake, store.spark), add=add, delete=delete,
-                            sources=sources)
+        batch = _land_files(settings, LakeStore(settings.lake, store.spark), add=add, delete=delete, sources=sources)
     return batch if batch.batch_id or crawled is None else crawled
 
 
-def _land_files(settings: Settings, store: LakeStore, *, add: Sequence[str], delete: Sequence[str],
-                sources: set[str]) -> ChangeBatch:
+def _land_files(
+    settings: Settings, store: LakeStore, *, add: Sequence[str], delete: Sequence[str], sources: set[str]
+) -> ChangeBatch:
     """Parse the files and folders of `add` and land them with `delete` (the caller holds the lock)."""
 
     landed = _landed(store)
@@ -117,16 +119,26 @@ def _land_files(settings: Settings, store: LakeStore, *, add: Sequence[str], del
             if landed.get(table_id) == sha or any(t.table_id == table_id for t in added):
                 continue
             content = parse_file(path, fmt, limits)
-            added.append(ParsedTable(table_id=table_id, headers=content.headers, columns=content.columns,
-                                     source=source, name=Path(path).name, format=fmt, content_sha256=sha))
+            added.append(
+                ParsedTable(
+                    table_id=table_id,
+                    headers=content.headers,
+                    columns=content.columns,
+                    source=source,
+                    name=Path(path).name,
+                    format=fmt,
+                    content_sha256=sha,
+                )
+            )
     gone = [t for t in delete if t not in landed]
     unknown = sorted(set(gone) - _ever_deleted(store, gone))
     if unknown:
         raise UnknownIdError("table_id", unknown[0])
     deleted = sorted({t for t in delete if t in landed} - {t.table_id for t in added})
     batch = land_batch(store, added, deleted, n_buckets=settings.index.cells_buckets)
-    log.info("manual update landed", extra={"batch_id": batch.batch_id, "n_added": len(added),
-                                             "n_deleted": len(deleted)})
+    log.info(
+        "manual update landed", extra={"batch_id": batch.batch_id, "n_added": len(added), "n_deleted": len(deleted)}
+    )
     return batch
 
 

@@ -103,17 +103,21 @@ def dense_index(df: DataFrame, order: Sequence[Any], name: str, *, start: int = 
 
     spark = df.sparkSession
     ordered = df.orderBy(*order).withColumn("_mono", F.monotonically_increasing_id()).persist()
-    counts = sorted((r[0], r[1]) for r in ordered.groupBy(F.shiftright("_mono", _MONO_SHIFT).alias("_pid"))
-                    .count().collect())
+    counts = sorted(
+        (r[0], r[1]) for r in ordered.groupBy(F.shiftright("_mono", _MONO_SHIFT).alias("_pid")).count().collect()
+    )
     offsets, total = [], start
     for pid, n in counts:
         offsets.append((int(pid), int(total)))
         total += n
     off = spark.createDataFrame(offsets, "_pid long, _off long")
     mask = (1 << _MONO_SHIFT) - 1
-    return (ordered.withColumn("_pid", F.shiftright("_mono", _MONO_SHIFT)).join(F.broadcast(off), "_pid")
-            .withColumn(name, F.col("_off") + F.col("_mono").bitwiseAND(F.lit(mask)))
-            .drop("_pid", "_off", "_mono"))
+    return (
+        ordered.withColumn("_pid", F.shiftright("_mono", _MONO_SHIFT))
+        .join(F.broadcast(off), "_pid")
+        .withColumn(name, F.col("_off") + F.col("_mono").bitwiseAND(F.lit(mask)))
+        .drop("_pid", "_off", "_mono")
+    )
 
 
 @dataclass
@@ -128,9 +132,11 @@ class IndexFrames:
 def integer_sets(int_pairs: DataFrame) -> DataFrame:
     """(set_id, token_id) -> (set_id, size, tokens sorted ascending)."""
 
-    return (int_pairs.groupBy("set_id")
-            .agg(F.array_sort(F.collect_list(F.col("token_id").cast("int"))).alias("tokens"))
-            .withColumn("size", F.size("tokens")))
+    return (
+        int_pairs.groupBy("set_id")
+        .agg(F.array_sort(F.collect_list(F.col("token_id").cast("int"))).alias("tokens"))
+        .withColumn("size", F.size("tokens"))
+    )
 
 
 def posting_entries(sets: DataFrame) -> DataFrame:
@@ -142,11 +148,18 @@ def posting_entries(sets: DataFrame) -> DataFrame:
 def posting_lists(entries: DataFrame) -> DataFrame:
     """(token_id, set_id, position, size) -> (token_id, set_ids, positions, sizes) sorted by set id."""
 
-    e = F.struct(F.col("set_id").cast("int").alias("s"), F.col("position").cast("int").alias("p"),
-                 F.col("size").cast("int").alias("z"))
+    e = F.struct(
+        F.col("set_id").cast("int").alias("s"),
+        F.col("position").cast("int").alias("p"),
+        F.col("size").cast("int").alias("z"),
+    )
     lists = entries.groupBy("token_id").agg(F.array_sort(F.collect_list(e)).alias("e"))
-    return lists.select(F.col("token_id").cast("long").alias("token_id"), F.col("e.s").alias("set_ids"),
-                        F.col("e.p").alias("positions"), F.col("e.z").alias("sizes"))
+    return lists.select(
+        F.col("token_id").cast("long").alias("token_id"),
+        F.col("e.s").alias("set_ids"),
+        F.col("e.p").alias("positions"),
+        F.col("e.z").alias("sizes"),
+    )
 
 
 def build_index(pairs: DataFrame, *, hash_modulus: int = 0) -> IndexFrames:
@@ -156,15 +169,18 @@ def build_index(pairs: DataFrame, *, hash_modulus: int = 0) -> IndexFrames:
     collide; groups must still only join identical lists."""
 
     phash = F.pandas_udf(posting_hash, "int")  # type: ignore[call-overload]
-    lists = (pairs.groupBy("token")
-             .agg(F.array_sort(F.collect_list(F.col("set_id").cast("int"))).alias("set_ids"))
-             .withColumn("frequency", F.size("set_ids"))
-             .withColumn("hash", phash(F.col("set_ids"), F.lit(int(hash_modulus)))))
+    lists = (
+        pairs.groupBy("token")
+        .agg(F.array_sort(F.collect_list(F.col("set_id").cast("int"))).alias("set_ids"))
+        .withColumn("frequency", F.size("set_ids"))
+        .withColumn("hash", phash(F.col("set_ids"), F.lit(int(hash_modulus))))
+    )
     ordered = dense_index(lists, ["frequency", "hash", "set_ids", "token"], "token_id")
     # Identical lists are adjacent in that order, so a group (exact array equality) is a contiguous
     # id range [min, max]; its id is the rank of its first token.
-    groups = ordered.groupBy("set_ids").agg(F.min("token_id").alias("start"),
-                                           F.collect_list("token_id").alias("members"))
+    groups = ordered.groupBy("set_ids").agg(
+        F.min("token_id").alias("start"), F.collect_list("token_id").alias("members")
+    )
     ranked = dense_index(groups.select("start", "members"), ["start"], "group_id")
     token_group = ranked.select(F.explode("members").alias("token_id"), "group_id")
     tokens = ordered.select("token", "token_id", "frequency").join(token_group, "token_id")
@@ -189,7 +205,6 @@ def read_state(store: LakeStore, version: int | None = None) -> JosieState:
 def dirty_counts(store: LakeStore) -> tuple[int, int, int]:
     """(n_lists, n_dirty_lists, largest token id or -1) of the committed dictionary."""
 
-
     table = store.read_arrow(JOSIE_TOKENS, columns=["token_id", "group_id"])
     if not table.num_rows:
         return 0, 0, -1
@@ -205,8 +220,19 @@ def conform_any(data: Any, name: str) -> Any:
     return conform(data, name)
 
 
-def commit_update(store: LakeStore, base: Manifest, batch_id: int, *, tokens: Any, sets: Any, postings: Any,
-                  changes: Any, state: JosieState, version: int, next_set_id: int) -> JosieResult:
+def commit_update(
+    store: LakeStore,
+    base: Manifest,
+    batch_id: int,
+    *,
+    tokens: Any,
+    sets: Any,
+    postings: Any,
+    changes: Any,
+    state: JosieState,
+    version: int,
+    next_set_id: int,
+) -> JosieResult:
     """Commit an incremental update (Spark DataFrames or Arrow tables): the three index tables, the
     change log and the state row, then the unit's manifest, which marks the batch done. Returns
     the new state and counts."""
@@ -215,8 +241,13 @@ def commit_update(store: LakeStore, base: Manifest, batch_id: int, *, tokens: An
     store.overwrite(JOSIE_POSTINGS, conform_any(postings, JOSIE_POSTINGS))
     store.append(JOSIE_CHANGES, conform_any(changes, JOSIE_CHANGES))
     n_lists, n_dirty, max_token_id = dirty_counts(store)
-    new_state = state.with_counts(n_lists, n_dirty, index_version=version, next_set_id=next_set_id,
-                                  next_token_id=max(state.next_token_id, max_token_id + 1))
+    new_state = state.with_counts(
+        n_lists,
+        n_dirty,
+        index_version=version,
+        next_set_id=next_set_id,
+        next_token_id=max(state.next_token_id, max_token_id + 1),
+    )
     store.overwrite(JOSIE_STATE, new_state.table())
     n_lists_rewritten, n_affected_sets = _change_counts(store, version)
     commit(store, JOSIE, base, batch_id=batch_id, kind="update")
@@ -227,12 +258,22 @@ def _change_counts(store: LakeStore, version: int) -> tuple[int, int]:
     """(posting lists, sets) that index version `version` rewrote, from the change log."""
     log_rows = store.read_arrow(JOSIE_CHANGES, columns=["index_version", "kind"])
     kinds = log_rows.filter(pc.equal(log_rows["index_version"], version))["kind"]
-    return (int(pc.sum(pc.equal(kinds, CHANGE_TOKEN)).as_py() or 0),
-            int(pc.sum(pc.equal(kinds, CHANGE_SET)).as_py() or 0))
+    return (
+        int(pc.sum(pc.equal(kinds, CHANGE_TOKEN)).as_py() or 0),
+        int(pc.sum(pc.equal(kinds, CHANGE_SET)).as_py() or 0),
+    )
 
 
-def write_full(store: LakeStore, frames: IndexFrames, columns: DataFrame, *, base: Manifest, batch_id: int,
-               kind: str, state: JosieState) -> JosieState:
+def write_full(
+    store: LakeStore,
+    frames: IndexFrames,
+    columns: DataFrame,
+    *,
+    base: Manifest,
+    batch_id: int,
+    kind: str,
+    state: JosieState,
+) -> JosieState:
     """Overwrite the three index tables with a fresh build, then the change log and the state, then
     commit the unit's manifest (`kind` build or rebuild). `columns` maps set_id -> (table_id, column_id)."""
     sets = frames.sets.join(columns, "set_id")
@@ -241,9 +282,13 @@ def write_full(store: LakeStore, frames: IndexFrames, columns: DataFrame, *, bas
     store.overwrite(JOSIE_POSTINGS, conform(frames.postings, JOSIE_POSTINGS))
     n_lists, n_dirty, _ = dirty_counts(store)
     version = state.index_version
-    store.append(JOSIE_CHANGES, pa.Table.from_pylist(
-        [{"index_version": version, "base_version": version - 1, "kind": CHANGE_FULL, "key": -1}],
-        schema=CHANGES_SCHEMA))
+    store.append(
+        JOSIE_CHANGES,
+        pa.Table.from_pylist(
+            [{"index_version": version, "base_version": version - 1, "kind": CHANGE_FULL, "key": -1}],
+            schema=CHANGES_SCHEMA,
+        ),
+    )
     state = state.with_counts(n_lists, n_dirty)
     store.overwrite(JOSIE_STATE, state.table())
     commit(store, JOSIE, base, batch_id=batch_id, kind=kind)
@@ -254,8 +299,7 @@ def write_full(store: LakeStore, frames: IndexFrames, columns: DataFrame, *, bas
 def column_pairs(column_tokens: DataFrame, *, start: int = 0) -> tuple[DataFrame, DataFrame]:
     """column_tokens -> ((token, set_id) pairs, (set_id, table_id, column_id)); set ids are dense
     from `start` in column_id order."""
-    cols = dense_index(column_tokens.select("table_id", "column_id").distinct(), ["column_id"], "set_id",
-                       start=start)
+    cols = dense_index(column_tokens.select("table_id", "column_id").distinct(), ["column_id"], "set_id", start=start)
     pairs = column_tokens.select("table_id", "column_id", "token").join(cols, ["table_id", "column_id"])
     return pairs.select("token", "set_id").distinct(), cols
 
@@ -266,22 +310,28 @@ def build(spark: SparkSession, store: LakeStore, *, batch_id: int = 0, hash_modu
     if store.exists(COLUMN_TOKENS):
         ct = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token"])
     else:
-
-        ct = spark.createDataFrame([], from_arrow_schema(pa.schema(
-            [("table_id", pa.string()), ("column_id", pa.string()), ("token", pa.string())])))
+        ct = spark.createDataFrame(
+            [],
+            from_arrow_schema(
+                pa.schema([("table_id", pa.string()), ("column_id", pa.string()), ("token", pa.string())])
+            ),
+        )
     pairs, cols = column_pairs(ct)
     pairs = pairs.persist()
     try:
         frames = build_index(pairs, hash_modulus=hash_modulus)
         n_sets = cols.count()
         frames.tokens = frames.tokens.persist()
-        state = JosieState(index_version=1, next_set_id=n_sets, next_token_id=frames.tokens.count(),
-                           last_rebuild_batch=batch_id)
+        state = JosieState(
+            index_version=1, next_set_id=n_sets, next_token_id=frames.tokens.count(), last_rebuild_batch=batch_id
+        )
         state = write_full(store, frames, cols, base=base, batch_id=batch_id, kind="build", state=state)
     finally:
         spark.catalog.clearCache()
-    log.info("josie index built", extra={"n_lists": state.n_lists, "next_set_id": state.next_set_id,
-                                         "index_version": state.index_version})
+    log.info(
+        "josie index built",
+        extra={"n_lists": state.n_lists, "next_set_id": state.next_set_id, "index_version": state.index_version},
+    )
     return JosieResult("build", state)
 
 

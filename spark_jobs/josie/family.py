@@ -15,10 +15,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-
 def _rebuild(spark: SparkSession, settings: Settings) -> dict[str, Any]:
     return rebuild.run(spark, settings).summary()
 
 
-FAMILY = IndexFamily(name="josie", unit=JOSIE, update=update.run, publish=publish_josie, rebuild=_rebuild,
-                     rebuild_due=rebuild.due)
+FAMILY = IndexFamily(
+    name="josie", unit=JOSIE, update=update.run, publish=publish_josie, rebuild=_rebuild, rebuild_due=rebuild.due
+)

@@ -64,8 +64,9 @@ def publish_josie(session: Session, store: LakeStore, batch: ChangeBatch | None 
     else:
         counts = _publish_keys(session, store, token_ids=keys[0], set_ids=keys[1])
     _write_meta(session, state)
-    log.info("josie index published", extra={"from_version": have, "to_version": target,
-                                             "full": keys is None, **counts})
+    log.info(
+        "josie index published", extra={"from_version": have, "to_version": target, "full": keys is None, **counts}
+    )
     return {"josie_index_version": target, **counts}
 
 
@@ -103,23 +104,55 @@ def _publish_keys(session: Session, store: LakeStore, *, token_ids: list[int], s
     return _insert_all(session, store, token_ids, set_ids)
 
 
-def _insert_all(session: Session, store: LakeStore, token_ids: list[int] | None,
-                set_ids: list[int] | None) -> dict[str, int]:
+def _insert_all(
+    session: Session, store: LakeStore, token_ids: list[int] | None, set_ids: list[int] | None
+) -> dict[str, int]:
     tokens = _rows(store, JOSIE_TOKENS, "token_id", token_ids)
-    n_tokens = _insert(session, JosieToken, ({
-        "token": t, "token_id": i, "frequency": f, "group_id": g} for t, i, f, g in zip(
-        tokens["token"].to_pylist(), tokens["token_id"].to_pylist(), tokens["frequency"].to_pylist(),
-        tokens["group_id"].to_pylist(), strict=True)))
+    n_tokens = _insert(
+        session,
+        JosieToken,
+        (
+            {"token": t, "token_id": i, "frequency": f, "group_id": g}
+            for t, i, f, g in zip(
+                tokens["token"].to_pylist(),
+                tokens["token_id"].to_pylist(),
+                tokens["frequency"].to_pylist(),
+                tokens["group_id"].to_pylist(),
+                strict=True,
+            )
+        ),
+    )
     postings = _rows(store, JOSIE_POSTINGS, "token_id", token_ids)
-    n_postings = _insert(session, JosiePosting, ({
-        "token_id": i, "set_ids": s, "positions": p, "sizes": z} for i, s, p, z in zip(
-        postings["token_id"].to_pylist(), _arrays(postings["set_ids"]), _arrays(postings["positions"]),
-        _arrays(postings["sizes"]), strict=True)))
+    n_postings = _insert(
+        session,
+        JosiePosting,
+        (
+            {"token_id": i, "set_ids": s, "positions": p, "sizes": z}
+            for i, s, p, z in zip(
+                postings["token_id"].to_pylist(),
+                _arrays(postings["set_ids"]),
+                _arrays(postings["positions"]),
+                _arrays(postings["sizes"]),
+                strict=True,
+            )
+        ),
+    )
     sets = _rows(store, JOSIE_SETS, "set_id", set_ids)
-    n_sets = _insert(session, JosieSet, ({
-        "set_id": i, "column_id": c, "table_id": t, "size": z, "tokens": a} for i, c, t, z, a in zip(
-        sets["set_id"].to_pylist(), sets["column_id"].to_pylist(), sets["table_id"].to_pylist(),
-        sets["size"].to_pylist(), _arrays(sets["tokens"]), strict=True)))
+    n_sets = _insert(
+        session,
+        JosieSet,
+        (
+            {"set_id": i, "column_id": c, "table_id": t, "size": z, "tokens": a}
+            for i, c, t, z, a in zip(
+                sets["set_id"].to_pylist(),
+                sets["column_id"].to_pylist(),
+                sets["table_id"].to_pylist(),
+                sets["size"].to_pylist(),
+                _arrays(sets["tokens"]),
+                strict=True,
+            )
+        ),
+    )
     session.flush()
     return {"josie_tokens_written": n_tokens, "josie_postings_written": n_postings, "josie_sets_written": n_sets}
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 def rebuild(spark: SparkSession, store: LakeStore, *, hash_modulus: int = 0) -> JosieResult:
     """Rebuild the index in place (mode "absent" when there is no index)."""
     base = begin(store, JOSIE)  # a rebuild killed half-way is rolled back here
@@ -39,17 +40,32 @@ def rebuild(spark: SparkSession, store: LakeStore, *, hash_modulus: int = 0) -> 
     version = current.index_version + 1
     tokens = store.read(JOSIE_TOKENS)
     sets = store.read(JOSIE_SETS)
-    pairs = (sets.select("set_id", F.explode("tokens").alias("token_id"))
-             .withColumn("token_id", F.col("token_id").cast("long"))
-             .join(tokens.select("token_id", "token"), "token_id").select("token", "set_id").persist())
+    pairs = (
+        sets.select("set_id", F.explode("tokens").alias("token_id"))
+        .withColumn("token_id", F.col("token_id").cast("long"))
+        .join(tokens.select("token_id", "token"), "token_id")
+        .select("token", "set_id")
+        .persist()
+    )
     try:
         frames = build_index(pairs, hash_modulus=hash_modulus)
         frames.tokens = frames.tokens.persist()
         n_tokens = frames.tokens.count()
-        state = JosieState(index_version=version, next_set_id=current.next_set_id, next_token_id=n_tokens,
-                           last_rebuild_batch=base.batch_id)
-        state = write_full(store, frames, sets.select("set_id", "table_id", "column_id"), base=base,
-                           batch_id=base.batch_id, kind="rebuild", state=state)
+        state = JosieState(
+            index_version=version,
+            next_set_id=current.next_set_id,
+            next_token_id=n_tokens,
+            last_rebuild_batch=base.batch_id,
+        )
+        state = write_full(
+            store,
+            frames,
+            sets.select("set_id", "table_id", "column_id"),
+            base=base,
+            batch_id=base.batch_id,
+            kind="rebuild",
+            state=state,
+        )
     finally:
         spark.catalog.clearCache()
     log.info("josie index rebuilt", extra={"index_version": version, "n_lists": state.n_lists})

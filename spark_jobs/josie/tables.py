@@ -44,47 +44,56 @@ JOSIE_CHANGES = "josie_changes"
 DIRTY_GROUP_BASE = 1 << 30  # group ids at or above this are fresh singleton groups of dirty lists
 HASH_SEED = 0x4A05  # mmh3 seed of posting-list hashes (fixed: every worker must agree)
 
-TOKENS_SCHEMA = pa.schema([
-    ("token", pa.string()),
-    ("token_id", pa.int64()),
-    ("frequency", pa.int32()),
-    ("group_id", pa.int64()),
-])
+TOKENS_SCHEMA = pa.schema(
+    [
+        ("token", pa.string()),
+        ("token_id", pa.int64()),
+        ("frequency", pa.int32()),
+        ("group_id", pa.int64()),
+    ]
+)
 
-SETS_SCHEMA = pa.schema([
-    ("set_id", pa.int64()),
-    ("table_id", pa.string()),
-    ("column_id", pa.string()),
-    ("size", pa.int32()),
-    ("tokens", pa.list_(pa.int32())),
-])
+SETS_SCHEMA = pa.schema(
+    [
+        ("set_id", pa.int64()),
+        ("table_id", pa.string()),
+        ("column_id", pa.string()),
+        ("size", pa.int32()),
+        ("tokens", pa.list_(pa.int32())),
+    ]
+)
 
-POSTINGS_SCHEMA = pa.schema([
-    ("token_id", pa.int64()),
-    ("set_ids", pa.list_(pa.int32())),
-    ("positions", pa.list_(pa.int32())),
-    ("sizes", pa.list_(pa.int32())),
-])
+POSTINGS_SCHEMA = pa.schema(
+    [
+        ("token_id", pa.int64()),
+        ("set_ids", pa.list_(pa.int32())),
+        ("positions", pa.list_(pa.int32())),
+        ("sizes", pa.list_(pa.int32())),
+    ]
+)
 
-STATE_SCHEMA = pa.schema([
-    ("index_version", pa.int64()),
-    ("n_lists", pa.int64()),
-    ("n_dirty_lists", pa.int64()),
-    ("dirty_share", pa.float64()),
-    ("next_set_id", pa.int64()),
-    ("next_token_id", pa.int64()),
-    ("last_rebuild_batch", pa.int64()),
-])
+STATE_SCHEMA = pa.schema(
+    [
+        ("index_version", pa.int64()),
+        ("n_lists", pa.int64()),
+        ("n_dirty_lists", pa.int64()),
+        ("dirty_share", pa.float64()),
+        ("next_set_id", pa.int64()),
+        ("next_token_id", pa.int64()),
+        ("last_rebuild_batch", pa.int64()),
+    ]
+)
 
-CHANGES_SCHEMA = pa.schema([
-    ("index_version", pa.int64()),
-    ("base_version", pa.int64()),
-    ("kind", pa.string()),
-    ("key", pa.int64()),
-])
+CHANGES_SCHEMA = pa.schema(
+    [
+        ("index_version", pa.int64()),
+        ("base_version", pa.int64()),
+        ("kind", pa.string()),
+        ("key", pa.int64()),
+    ]
+)
 
 CHANGE_TOKEN, CHANGE_SET, CHANGE_FULL = "token", "set", "full"
-
 
 
 @dataclass(frozen=True)
@@ -108,8 +117,13 @@ class JosieState:
 
     def with_counts(self, n_lists: int, n_dirty_lists: int, **changes: Any) -> JosieState:
         """A copy with new list counts (and the dirty share they give) and any other changes."""
-        return dataclasses.replace(self, n_lists=n_lists, n_dirty_lists=n_dirty_lists,
-                                   dirty_share=(n_dirty_lists / n_lists) if n_lists else 0.0, **changes)
+        return dataclasses.replace(
+            self,
+            n_lists=n_lists,
+            n_dirty_lists=n_dirty_lists,
+            dirty_share=(n_dirty_lists / n_lists) if n_lists else 0.0,
+            **changes,
+        )
 
 
 JosieMode = Literal["build", "update", "rebuild", "skipped", "empty", "absent", "not_due"]
@@ -129,8 +143,13 @@ class JosieResult:
     def summary(self) -> dict[str, Any]:
         """Flat and JSON-sized, for logs, XCom and the CLI."""
         state = dataclasses.asdict(self.state) if self.state else {}
-        return {"mode": self.mode, **state, "rebuild_due": self.rebuild_due,
-                "n_lists_rewritten": self.n_lists_rewritten, "n_affected_sets": self.n_affected_sets}
+        return {
+            "mode": self.mode,
+            **state,
+            "rebuild_due": self.rebuild_due,
+            "n_lists_rewritten": self.n_lists_rewritten,
+            "n_affected_sets": self.n_affected_sets,
+        }
 
 
 JOSIE = UnitSpec("josie", (JOSIE_TOKENS, JOSIE_SETS, JOSIE_POSTINGS, JOSIE_STATE, JOSIE_CHANGES))

@@ -107,15 +107,19 @@ def update(spark: SparkSession, store: LakeStore, batch: ChangeBatch, *, n_bucke
     aff_old = keep(old_sets.where(F.col("table_id").isin(touched)).select("set_id", "column_id", "tokens"))
     if added:
         buckets = sorted({table_bucket(t, n_buckets) for t in added})
-        new_ct = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token"],
-                            where={"bucket": buckets, "table_id": added})
+        new_ct = store.read(
+            COLUMN_TOKENS, columns=["table_id", "column_id", "token"], where={"bucket": buckets, "table_id": added}
+        )
     else:
         new_ct = _empty_column_tokens(spark)
     new_ct = keep(new_ct)
 
     # Set ids: surviving columns keep theirs; new columns get fresh ones (column metadata is small).
-    cols = new_ct.select("table_id", "column_id").distinct().join(aff_old.select("column_id", "set_id"),
-                                                                   "column_id", "left")
+    cols = (
+        new_ct.select("table_id", "column_id")
+        .distinct()
+        .join(aff_old.select("column_id", "set_id"), "column_id", "left")
+    )
     col_rows = cols.collect()
     next_set_id = state.next_set_id
     mapping = []
@@ -133,51 +137,86 @@ def update(spark: SparkSession, store: LakeStore, batch: ChangeBatch, *, n_bucke
     known_ids = old_tokens.select("token", "token_id").join(F.broadcast(batch_tokens), "token", "left_semi")
     known = keep(pairs.join(known_ids, "token", "left"))
     fresh = known.where(F.col("token_id").isNull()).groupBy("token").agg(F.count(F.lit(1)).alias("batch_freq"))
-    fresh = keep(dense_index(fresh, ["batch_freq", "token"], "token_id", start=state.next_token_id)
-                 .select("token", "token_id"))
-    new_int = keep(known.where(F.col("token_id").isNotNull()).select("set_id", "token_id")
-                   .unionByName(pairs.join(fresh, "token").select("set_id", "token_id")))
+    fresh = keep(
+        dense_index(fresh, ["batch_freq", "token"], "token_id", start=state.next_token_id).select("token", "token_id")
+    )
+    new_int = keep(
+        known.where(F.col("token_id").isNotNull())
+        .select("set_id", "token_id")
+        .unionByName(pairs.join(fresh, "token").select("set_id", "token_id"))
+    )
     new_sets = keep(integer_sets(new_int))
-    old_int = keep(aff_old.select("set_id", F.explode("tokens").alias("token_id"))
-                   .withColumn("token_id", F.col("token_id").cast("long")))
+    old_int = keep(
+        aff_old.select("set_id", F.explode("tokens").alias("token_id")).withColumn(
+            "token_id", F.col("token_id").cast("long")
+        )
+    )
 
     # Lists whose membership changed (dirty) and lists to rewrite (any entry of an affected set).
-    dirty = keep(old_int.join(new_int, ["set_id", "token_id"], "left_anti").select("token_id")
-                 .unionByName(new_int.join(old_int, ["set_id", "token_id"], "left_anti").select("token_id"))
-                 .distinct())
+    dirty = keep(
+        old_int.join(new_int, ["set_id", "token_id"], "left_anti")
+        .select("token_id")
+        .unionByName(new_int.join(old_int, ["set_id", "token_id"], "left_anti").select("token_id"))
+        .distinct()
+    )
     rewrite = keep(old_int.select("token_id").unionByName(new_int.select("token_id")).distinct())
     aff_ids = aff_old.select("set_id")
 
-    kept_entries = (old_post.join(F.broadcast(rewrite), "token_id", "left_semi")
-                    .select("token_id", F.explode(F.arrays_zip("set_ids", "positions", "sizes")).alias("e"))
-                    .select("token_id", F.col("e.set_ids").cast("long").alias("set_id"),
-                            F.col("e.positions").alias("position"), F.col("e.sizes").alias("size"))
-                    .join(F.broadcast(aff_ids), "set_id", "left_anti"))
+    kept_entries = (
+        old_post.join(F.broadcast(rewrite), "token_id", "left_semi")
+        .select("token_id", F.explode(F.arrays_zip("set_ids", "positions", "sizes")).alias("e"))
+        .select(
+            "token_id",
+            F.col("e.set_ids").cast("long").alias("set_id"),
+            F.col("e.positions").alias("position"),
+            F.col("e.sizes").alias("size"),
+        )
+        .join(F.broadcast(aff_ids), "set_id", "left_anti")
+    )
     new_entries = posting_entries(new_sets).select("token_id", "set_id", "position", "size")
-    lists_upd = keep(posting_lists(kept_entries.unionByName(new_entries.withColumn(
-        "token_id", F.col("token_id").cast("long")))))
+    lists_upd = keep(
+        posting_lists(kept_entries.unionByName(new_entries.withColumn("token_id", F.col("token_id").cast("long"))))
+    )
 
-    names = old_tokens.select("token", "token_id").join(F.broadcast(dirty), "token_id", "left_semi").unionByName(
-        fresh)
-    tokens_upd = (lists_upd.join(dirty, "token_id", "left_semi")
-                  .select("token_id", F.size("set_ids").alias("frequency"))
-                  .join(names, "token_id")
-                  .withColumn("group_id", F.lit(DIRTY_GROUP_BASE) + F.col("token_id")))
+    names = old_tokens.select("token", "token_id").join(F.broadcast(dirty), "token_id", "left_semi").unionByName(fresh)
+    tokens_upd = (
+        lists_upd.join(dirty, "token_id", "left_semi")
+        .select("token_id", F.size("set_ids").alias("frequency"))
+        .join(names, "token_id")
+        .withColumn("group_id", F.lit(DIRTY_GROUP_BASE) + F.col("token_id"))
+    )
     tokens_new = old_tokens.join(F.broadcast(dirty), "token_id", "left_anti").unionByName(
-        tokens_upd.select("token", "token_id", "frequency", "group_id"))
+        tokens_upd.select("token", "token_id", "frequency", "group_id")
+    )
     sets_new = old_sets.join(F.broadcast(aff_ids), "set_id", "left_anti").unionByName(
-        conform(new_sets.join(F.broadcast(col_map), "set_id"), JOSIE_SETS))
+        conform(new_sets.join(F.broadcast(col_map), "set_id"), JOSIE_SETS)
+    )
     postings_new = old_post.join(F.broadcast(rewrite), "token_id", "left_anti").unionByName(lists_upd)
 
     version = state.index_version + 1
-    changes = (rewrite.select(F.lit(CHANGE_TOKEN).alias("kind"), F.col("token_id").alias("key"))
-               .unionByName(aff_ids.unionByName(col_map.select("set_id")).distinct()
-                            .select(F.lit(CHANGE_SET).alias("kind"), F.col("set_id").alias("key")))
-               .withColumn("index_version", F.lit(version)).withColumn("base_version", F.lit(version - 1)))
+    changes = (
+        rewrite.select(F.lit(CHANGE_TOKEN).alias("kind"), F.col("token_id").alias("key"))
+        .unionByName(
+            aff_ids.unionByName(col_map.select("set_id"))
+            .distinct()
+            .select(F.lit(CHANGE_SET).alias("kind"), F.col("set_id").alias("key"))
+        )
+        .withColumn("index_version", F.lit(version))
+        .withColumn("base_version", F.lit(version - 1))
+    )
     try:
-        return commit_update(store, base, batch.batch_id, tokens=tokens_new, sets=sets_new, postings=postings_new,
-                             changes=changes,
-                             state=state, version=version, next_set_id=next_set_id)
+        return commit_update(
+            store,
+            base,
+            batch.batch_id,
+            tokens=tokens_new,
+            sets=sets_new,
+            postings=postings_new,
+            changes=changes,
+            state=state,
+            version=version,
+            next_set_id=next_set_id,
+        )
     finally:
         for df in persisted:
             df.unpersist()

@@ -57,8 +57,9 @@ def update(store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> JosieResu
     # Set ids: surviving columns keep theirs; new columns get fresh ones in column_id order.
     new_ct = _batch_column_tokens(store, list(batch.added), n_buckets)
     col_map, next_set_id = _set_ids(new_ct, aff_old, state.next_set_id)
-    pair_sets = np.asarray(col_map["set_id"])[pc.index_in(new_ct["column_id"], value_set=col_map["column_id"])
-                                              .to_numpy(zero_copy_only=False)]
+    pair_sets = np.asarray(col_map["set_id"])[
+        pc.index_in(new_ct["column_id"], value_set=col_map["column_id"]).to_numpy(zero_copy_only=False)
+    ]
 
     # Token ids: known tokens keep theirs; new ones go to the end of the order, (batch frequency, token).
     old_tokens = conform_any(store.read_arrow(JOSIE_TOKENS, version=versions[JOSIE_TOKENS]), JOSIE_TOKENS)
@@ -78,20 +79,36 @@ def update(store: LakeStore, batch: ChangeBatch, *, n_buckets: int) -> JosieResu
     postings_new = pa.concat_tables([old_post.filter(pc.invert(in_rewrite)), lists_upd])
 
     tokens_new = _dictionary(old_tokens, fresh, lists_upd, dirty)
-    sets_new = pa.concat_tables([old_sets.filter(pc.invert(pc.is_in(old_sets["set_id"], pa.array(aff_ids)))),
-                                 _sets_table(new_sid, new_tok, col_map)])
+    sets_new = pa.concat_tables(
+        [
+            old_sets.filter(pc.invert(pc.is_in(old_sets["set_id"], pa.array(aff_ids)))),
+            _sets_table(new_sid, new_tok, col_map),
+        ]
+    )
     version = state.index_version + 1
     changed_sets = np.union1d(aff_ids, np.asarray(col_map["set_id"], dtype=np.int64))
     n_changes = len(rewrite) + len(changed_sets)
-    changes = pa.table({
-        "index_version": pa.array([version] * n_changes, pa.int64()),
-        "base_version": pa.array([version - 1] * n_changes, pa.int64()),
-        "kind": pa.array([CHANGE_TOKEN] * len(rewrite) + [CHANGE_SET] * len(changed_sets), pa.string()),
-        "key": pa.array(np.concatenate([rewrite, changed_sets]), pa.int64()),
-    }, schema=CHANGES_SCHEMA)
-    return commit_update(store, base, batch.batch_id, tokens=tokens_new, sets=sets_new, postings=postings_new,
-                             changes=changes,
-                         state=state, version=version, next_set_id=next_set_id)
+    changes = pa.table(
+        {
+            "index_version": pa.array([version] * n_changes, pa.int64()),
+            "base_version": pa.array([version - 1] * n_changes, pa.int64()),
+            "kind": pa.array([CHANGE_TOKEN] * len(rewrite) + [CHANGE_SET] * len(changed_sets), pa.string()),
+            "key": pa.array(np.concatenate([rewrite, changed_sets]), pa.int64()),
+        },
+        schema=CHANGES_SCHEMA,
+    )
+    return commit_update(
+        store,
+        base,
+        batch.batch_id,
+        tokens=tokens_new,
+        sets=sets_new,
+        postings=postings_new,
+        changes=changes,
+        state=state,
+        version=version,
+        next_set_id=next_set_id,
+    )
 
 
 def _batch_column_tokens(store: LakeStore, added: list[str], n_buckets: int) -> pa.Table:
@@ -113,8 +130,9 @@ def _set_ids(new_ct: pa.Table, aff_old: pa.Table, next_set_id: int) -> tuple[pa.
         if sid is None:
             sid, next_set_id = next_set_id, next_set_id + 1
         set_ids.append(sid)
-    col_map = pa.table({"set_id": pa.array(set_ids, pa.int64()), "table_id": cols["table_id"],
-                        "column_id": cols["column_id"]})
+    col_map = pa.table(
+        {"set_id": pa.array(set_ids, pa.int64()), "table_id": cols["table_id"], "column_id": cols["column_id"]}
+    )
     return col_map, next_set_id
 
 
@@ -125,10 +143,18 @@ def _token_ids(tokens: pa.ChunkedArray, old_tokens: pa.Table, next_token_id: int
     ids = np.full(len(tokens), -1, dtype=np.int64)
     ids[known] = old_tokens["token_id"].to_numpy()[pc.fill_null(at, 0).to_numpy()[known]]
     unknown = tokens.filter(pc.invert(pc.is_valid(at)))
-    fresh = (pa.table({"token": unknown}).group_by("token").aggregate([([], "count_all")])
-             .sort_by([("count_all", "ascending"), ("token", "ascending")]))
-    fresh = pa.table({"token": fresh["token"],
-                      "token_id": pa.array(np.arange(next_token_id, next_token_id + fresh.num_rows), pa.int64())})
+    fresh = (
+        pa.table({"token": unknown})
+        .group_by("token")
+        .aggregate([([], "count_all")])
+        .sort_by([("count_all", "ascending"), ("token", "ascending")])
+    )
+    fresh = pa.table(
+        {
+            "token": fresh["token"],
+            "token_id": pa.array(np.arange(next_token_id, next_token_id + fresh.num_rows), pa.int64()),
+        }
+    )
     if fresh.num_rows:
         where = pc.index_in(unknown, value_set=fresh["token"]).to_numpy(zero_copy_only=False)
         ids[~known] = fresh["token_id"].to_numpy()[where]
@@ -169,29 +195,36 @@ def _rebuilt_lists(rewritten: pa.Table, aff_ids: np.ndarray, new_entries: tuple[
     tok, sid, pos, size = tok[order], sid[order], pos[order], size[order]
     starts = _run_starts(tok)
     offsets = pa.array(np.r_[starts, len(tok)], pa.int32())
-    return pa.table({
-        "token_id": pa.array(tok[starts], pa.int64()),
-        "set_ids": pa.ListArray.from_arrays(offsets, pa.array(sid, pa.int32())),
-        "positions": pa.ListArray.from_arrays(offsets, pa.array(pos, pa.int32())),
-        "sizes": pa.ListArray.from_arrays(offsets, pa.array(size, pa.int32())),
-    }, schema=POSTINGS_SCHEMA)
+    return pa.table(
+        {
+            "token_id": pa.array(tok[starts], pa.int64()),
+            "set_ids": pa.ListArray.from_arrays(offsets, pa.array(sid, pa.int32())),
+            "positions": pa.ListArray.from_arrays(offsets, pa.array(pos, pa.int32())),
+            "sizes": pa.ListArray.from_arrays(offsets, pa.array(size, pa.int32())),
+        },
+        schema=POSTINGS_SCHEMA,
+    )
 
 
 def _dictionary(old_tokens: pa.Table, fresh: pa.Table, lists_upd: pa.Table, dirty: np.ndarray) -> pa.Table:
     """The dictionary after the batch: clean tokens as they were; a dirty token that still has a
     list gets its new frequency and a singleton group; one whose list vanished is dropped."""
     is_dirty = pc.is_in(old_tokens["token_id"], pa.array(dirty, pa.int64()))
-    names = pa.concat_tables([old_tokens.filter(is_dirty).select(["token", "token_id"]),
-                              fresh.select(["token", "token_id"])])
+    names = pa.concat_tables(
+        [old_tokens.filter(is_dirty).select(["token", "token_id"]), fresh.select(["token", "token_id"])]
+    )
     listed = lists_upd.filter(pc.is_in(lists_upd["token_id"], pa.array(dirty, pa.int64())))
     name_at = pc.index_in(listed["token_id"], value_set=names["token_id"])
     dirty_ids = listed["token_id"].to_numpy()
-    updated = pa.table({
-        "token": pc.take(names["token"], name_at),
-        "token_id": listed["token_id"],
-        "frequency": pa.array(pc.list_value_length(listed["set_ids"]).to_numpy(zero_copy_only=False), pa.int32()),
-        "group_id": pa.array(DIRTY_GROUP_BASE + dirty_ids, pa.int64()),
-    }, schema=TOKENS_SCHEMA)
+    updated = pa.table(
+        {
+            "token": pc.take(names["token"], name_at),
+            "token_id": listed["token_id"],
+            "frequency": pa.array(pc.list_value_length(listed["set_ids"]).to_numpy(zero_copy_only=False), pa.int32()),
+            "group_id": pa.array(DIRTY_GROUP_BASE + dirty_ids, pa.int64()),
+        },
+        schema=TOKENS_SCHEMA,
+    )
     return pa.concat_tables([old_tokens.filter(pc.invert(is_dirty)), updated])
 
 
@@ -200,10 +233,15 @@ def _sets_table(sid: np.ndarray, tok: np.ndarray, col_map: pa.Table) -> pa.Table
     starts = _run_starts(sid)
     set_ids = sid[starts]
     at = pc.index_in(pa.array(set_ids, pa.int64()), value_set=col_map["set_id"])
-    return pa.table({
-        "set_id": pa.array(set_ids, pa.int64()),
-        "table_id": pc.take(col_map["table_id"], at),
-        "column_id": pc.take(col_map["column_id"], at),
-        "size": pa.array(np.diff(np.r_[starts, len(sid)]), pa.int32()),
-        "tokens": pa.ListArray.from_arrays(pa.array(np.r_[starts, len(sid)], pa.int32()), pa.array(tok, pa.int32())),
-    }, schema=SETS_SCHEMA)
+    return pa.table(
+        {
+            "set_id": pa.array(set_ids, pa.int64()),
+            "table_id": pc.take(col_map["table_id"], at),
+            "column_id": pc.take(col_map["column_id"], at),
+            "size": pa.array(np.diff(np.r_[starts, len(sid)]), pa.int32()),
+            "tokens": pa.ListArray.from_arrays(
+                pa.array(np.r_[starts, len(sid)], pa.int32()), pa.array(tok, pa.int32())
+            ),
+        },
+        schema=SETS_SCHEMA,
+    )

@@ -23,36 +23,42 @@ DATASETS = "datasets"
 CELLS = "cells"
 CHANGES = "changes"
 
-DATASETS_SCHEMA = pa.schema([
-    ("table_id", pa.string()),
-    ("source", pa.string()),
-    ("name", pa.string()),
-    ("title", pa.string()),
-    ("format", pa.string()),
-    ("headers", pa.list_(pa.string())),
-    ("portal_types", pa.list_(pa.string())),
-    ("n_rows", pa.int64()),
-    ("n_columns", pa.int32()),
-    ("content_sha256", pa.string()),
-    ("source_updated_at", pa.string()),
-    ("batch_id", pa.int64()),
-    ("landed_at", pa.timestamp("us", tz="UTC")),
-])
+DATASETS_SCHEMA = pa.schema(
+    [
+        ("table_id", pa.string()),
+        ("source", pa.string()),
+        ("name", pa.string()),
+        ("title", pa.string()),
+        ("format", pa.string()),
+        ("headers", pa.list_(pa.string())),
+        ("portal_types", pa.list_(pa.string())),
+        ("n_rows", pa.int64()),
+        ("n_columns", pa.int32()),
+        ("content_sha256", pa.string()),
+        ("source_updated_at", pa.string()),
+        ("batch_id", pa.int64()),
+        ("landed_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
 
-CELLS_SCHEMA = pa.schema([
-    ("table_id", pa.string()),
-    ("bucket", pa.int32()),
-    ("row", pa.int64()),
-    ("col", pa.int32()),
-    ("value", pa.string()),
-])
+CELLS_SCHEMA = pa.schema(
+    [
+        ("table_id", pa.string()),
+        ("bucket", pa.int32()),
+        ("row", pa.int64()),
+        ("col", pa.int32()),
+        ("value", pa.string()),
+    ]
+)
 
-CHANGES_SCHEMA = pa.schema([
-    ("batch_id", pa.int64()),
-    ("table_id", pa.string()),
-    ("op", pa.string()),
-    ("created_at", pa.timestamp("us", tz="UTC")),
-])
+CHANGES_SCHEMA = pa.schema(
+    [
+        ("batch_id", pa.int64()),
+        ("table_id", pa.string()),
+        ("op", pa.string()),
+        ("created_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
 
 ADD, DELETE = "ADD", "DELETE"
 

@@ -104,8 +104,9 @@ def begin(store: LakeStore, spec: UnitSpec) -> Manifest:
     empty manifest (version 0) first, so readers know its tables are not committed yet."""
     base = store.manifest(spec.name)
     if base is None:
-        base = Manifest(unit=spec.name, version=0, batch_id=0, kind="created",
-                        tables=dict.fromkeys(spec.tables, ABSENT))
+        base = Manifest(
+            unit=spec.name, version=0, batch_id=0, kind="created", tables=dict.fromkeys(spec.tables, ABSENT)
+        )
         _write_manifest(store, base)
     elif set(spec.tables) - set(base.tables):  # a table added to the unit since its last commit
         base = dataclasses.replace(base, tables={**dict.fromkeys(spec.tables, ABSENT), **base.tables})
@@ -118,25 +119,46 @@ def begin(store: LakeStore, spec: UnitSpec) -> Manifest:
             log.warning("dropping a lake table no commit point names", extra={"table": name, "unit": spec.name})
             store.drop(name)
         elif store.latest_version(name) != committed:
-            log.warning("rolling back uncommitted table versions", extra={
-                "table": name, "unit": spec.name, "from_version": store.latest_version(name),
-                "to_version": committed})
+            log.warning(
+                "rolling back uncommitted table versions",
+                extra={
+                    "table": name,
+                    "unit": spec.name,
+                    "from_version": store.latest_version(name),
+                    "to_version": committed,
+                },
+            )
             store.restore(name, committed)
     return base
 
 
-def commit(store: LakeStore, spec: UnitSpec, base: Manifest, *, batch_id: int, kind: str,
-           state: Mapping[str, Any] | None = None) -> Manifest:
+def commit(
+    store: LakeStore,
+    spec: UnitSpec,
+    base: Manifest,
+    *,
+    batch_id: int,
+    kind: str,
+    state: Mapping[str, Any] | None = None,
+) -> Manifest:
     """Commit the unit's manifest: the one step that makes the update visible. Table versions are
     the store's pins (its own writes advanced them)."""
     tables = {name: _pin(store, name) for name in spec.tables}
-    manifest = Manifest(unit=spec.name, version=base.version + 1, batch_id=batch_id, kind=kind, tables=tables,
-                        state=dict(base.state if state is None else state), created_at=dt.datetime.now(dt.UTC))
+    manifest = Manifest(
+        unit=spec.name,
+        version=base.version + 1,
+        batch_id=batch_id,
+        kind=kind,
+        tables=tables,
+        state=dict(base.state if state is None else state),
+        created_at=dt.datetime.now(dt.UTC),
+    )
     faults.checkpoint(f"manifest:{spec.name}")
     _write_manifest(store, manifest)
     store.settle(spec.tables)
-    log.info("unit committed", extra={"unit": spec.name, "version": manifest.version, "batch_id": batch_id,
-                                      "kind": kind})
+    log.info(
+        "unit committed", extra={"unit": spec.name, "version": manifest.version, "batch_id": batch_id, "kind": kind}
+    )
     return manifest
 
 

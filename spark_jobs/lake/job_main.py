@@ -18,8 +18,9 @@ from spark_jobs.lake.store import LakeStore
 log = logging.getLogger(__name__)
 
 
-def batch_job_main(prog: str, run: Callable[..., Any], argv: Sequence[str] | None = None, *,
-                   full_flag: bool = False) -> int:
+def batch_job_main(
+    prog: str, run: Callable[..., Any], argv: Sequence[str] | None = None, *, full_flag: bool = False
+) -> int:
     """Parse `--batch-id N` (and `--full` when the job has a full mode), load settings, start Spark,
     run the job for that batch and log its result."""
     parser = argparse.ArgumentParser(prog=prog)
@@ -28,12 +29,17 @@ def batch_job_main(prog: str, run: Callable[..., Any], argv: Sequence[str] | Non
         parser.add_argument("--full", action="store_true", help="recompute every list")
     args = parser.parse_args(argv)
 
-
     settings = load_settings()
     configure_logging(1, fmt=settings.log_format)
     spark = get_spark(settings, f"juncture.{prog}")
     batch = load_batch(LakeStore(settings.lake, spark), args.batch_id)
     result = run(spark, settings, batch, full=args.full) if full_flag else run(spark, settings, batch)
-    log.info("job done", extra={"job": prog, "batch_id": args.batch_id,
-                                "result": json.dumps(getattr(result, "__dict__", result), default=str)})
+    log.info(
+        "job done",
+        extra={
+            "job": prog,
+            "batch_id": args.batch_id,
+            "result": json.dumps(getattr(result, "__dict__", result), default=str),
+        },
+    )
     return 0

@@ -46,8 +46,10 @@ class LakeBusyError(UserError):
     """Another writer holds the lake lock and did not release it within the wait."""
 
     def __init__(self, lake: str, holder: str, waited_s: float) -> None:
-        super().__init__(f"lake is busy: {holder} holds the lake lock of {lake}; "
-                         f"gave up after waiting {waited_s:.0f}s (setting lock_wait_s)")
+        super().__init__(
+            f"lake is busy: {holder} holds the lake lock of {lake}; "
+            f"gave up after waiting {waited_s:.0f}s (setting lock_wait_s)"
+        )
         self.lake, self.holder, self.waited_s = lake, holder, waited_s
 
 
@@ -62,18 +64,27 @@ def _holder_text(raw: str) -> str:
         info = json.loads(raw)
     except ValueError:
         return "another writer"
-    return f"{info.get('owner', '?')} (pid {info.get('pid', '?')} on {info.get('host', '?')}, " \
-           f"since {info.get('since', '?')})"
+    return (
+        f"{info.get('owner', '?')} (pid {info.get('pid', '?')} on {info.get('host', '?')}, "
+        f"since {info.get('since', '?')})"
+    )
 
 
 def _me(owner: str) -> str:
-    return json.dumps({"owner": owner, "pid": os.getpid(), "host": socket.gethostname(),
-                       "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
+    return json.dumps(
+        {
+            "owner": owner,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        }
+    )
 
 
 @contextlib.contextmanager
-def lake_lock(settings: Settings, owner: str, *, wait_s: float | None = None,
-              on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+def lake_lock(
+    settings: Settings, owner: str, *, wait_s: float | None = None, on_wait: Callable[[str], None] | None = None
+) -> Iterator[None]:
     """Hold the lake's write lock for the block. `on_wait(holder)` is called once if it must wait."""
     depth = getattr(_held, "depth", {})
     _held.depth = depth
@@ -98,14 +109,18 @@ def lake_lock(settings: Settings, owner: str, *, wait_s: float | None = None,
 
 
 @contextlib.contextmanager
-def _file_lock(settings: Settings, owner: str, wait_s: float,
-               on_wait: Callable[[str], None] | None) -> Iterator[None]:
+def _file_lock(settings: Settings, owner: str, wait_s: float, on_wait: Callable[[str], None] | None) -> Iterator[None]:
     path = lock_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        _wait(lambda: _try_flock(fd), lambda: _holder_text(os.pread(fd, 4096, 0).decode("utf-8", "replace")),
-              settings.lake, wait_s, on_wait)
+        _wait(
+            lambda: _try_flock(fd),
+            lambda: _holder_text(os.pread(fd, 4096, 0).decode("utf-8", "replace")),
+            settings.lake,
+            wait_s,
+            on_wait,
+        )
         os.ftruncate(fd, 0)
         os.pwrite(fd, _me(owner).encode(), 0)
         try:
@@ -126,8 +141,7 @@ def _try_flock(fd: int) -> bool:
 
 
 @contextlib.contextmanager
-def _pg_lock(settings: Settings, owner: str, wait_s: float,
-             on_wait: Callable[[str], None] | None) -> Iterator[None]:
+def _pg_lock(settings: Settings, owner: str, wait_s: float, on_wait: Callable[[str], None] | None) -> Iterator[None]:
     import psycopg  # deferred: only a remote lake with a PostgreSQL catalog needs it
 
     key = zlib.crc32(settings.lake.encode()) & 0x7FFFFFFF
@@ -138,19 +152,31 @@ def _pg_lock(settings: Settings, owner: str, wait_s: float,
             row = conn.execute(
                 "SELECT a.application_name, a.client_addr::text, a.pid, a.backend_start::text FROM pg_locks l "
                 "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.objid = %s "
-                "AND l.granted LIMIT 1", (key,)).fetchone()
+                "AND l.granted LIMIT 1",
+                (key,),
+            ).fetchone()
             return "another writer" if row is None else f"{row[0]} (backend {row[2]} from {row[1]}, since {row[3]})"
 
-        _wait(lambda: bool(conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]),  # type: ignore[index]
-              holder, settings.lake, wait_s, on_wait)
+        _wait(
+            lambda: bool(conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]),  # type: ignore[index]
+            holder,
+            settings.lake,
+            wait_s,
+            on_wait,
+        )
         try:
             yield
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
 
 
-def _wait(try_lock: Callable[[], bool], holder: Callable[[], str], lake: str, wait_s: float,
-          on_wait: Callable[[str], None] | None) -> None:
+def _wait(
+    try_lock: Callable[[], bool],
+    holder: Callable[[], str],
+    lake: str,
+    wait_s: float,
+    on_wait: Callable[[str], None] | None,
+) -> None:
     start = time.monotonic()
     told = False
     while not try_lock():

@@ -17,15 +17,17 @@ import pyarrow as pa
 MANIFEST_SUFFIX = "_manifest"
 ABSENT = -1  # a table the unit owns but has never committed: readers see no table
 
-MANIFEST_SCHEMA = pa.schema([
-    ("unit", pa.string()),
-    ("version", pa.int64()),
-    ("batch_id", pa.int64()),
-    ("kind", pa.string()),
-    ("tables", pa.string()),  # JSON {table name: Delta version, or -1 while never committed}
-    ("state", pa.string()),  # JSON, the unit's own small state
-    ("created_at", pa.timestamp("us", tz="UTC")),
-])
+MANIFEST_SCHEMA = pa.schema(
+    [
+        ("unit", pa.string()),
+        ("version", pa.int64()),
+        ("batch_id", pa.int64()),
+        ("kind", pa.string()),
+        ("tables", pa.string()),  # JSON {table name: Delta version, or -1 while never committed}
+        ("state", pa.string()),  # JSON, the unit's own small state
+        ("created_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
 
 
 def manifest_table(unit: str) -> str:
@@ -51,17 +53,28 @@ class Manifest:
         return dict(self.tables)
 
     def to_arrow(self) -> pa.Table:
-        row = {"unit": self.unit, "version": self.version, "batch_id": self.batch_id, "kind": self.kind,
-               "tables": json.dumps(dict(self.tables), sort_keys=True),
-               "state": json.dumps(dict(self.state), sort_keys=True, default=_json_default),
-               "created_at": self.created_at or dt.datetime.now(dt.UTC)}
+        row = {
+            "unit": self.unit,
+            "version": self.version,
+            "batch_id": self.batch_id,
+            "kind": self.kind,
+            "tables": json.dumps(dict(self.tables), sort_keys=True),
+            "state": json.dumps(dict(self.state), sort_keys=True, default=_json_default),
+            "created_at": self.created_at or dt.datetime.now(dt.UTC),
+        }
         return pa.Table.from_pylist([row], schema=MANIFEST_SCHEMA)
 
     @staticmethod
     def from_row(row: Mapping[str, Any]) -> Manifest:
-        return Manifest(unit=row["unit"], version=int(row["version"]), batch_id=int(row["batch_id"]),
-                        kind=row["kind"], tables={k: int(v) for k, v in json.loads(row["tables"]).items()},
-                        state=json.loads(row["state"] or "{}"), created_at=row["created_at"])
+        return Manifest(
+            unit=row["unit"],
+            version=int(row["version"]),
+            batch_id=int(row["batch_id"]),
+            kind=row["kind"],
+            tables={k: int(v) for k, v in json.loads(row["tables"]).items()},
+            state=json.loads(row["state"] or "{}"),
+            created_at=row["created_at"],
+        )
 
 
 def _json_default(value: Any) -> Any:

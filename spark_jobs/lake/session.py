@@ -51,12 +51,16 @@ def java_major_version(java: str) -> int | None:
 def check_java() -> None:
     java = java_executable()
     if java is None:
-        raise JavaError(f"Spark needs Java {MIN_JAVA} or newer: no `java` on PATH and JAVA_HOME is not set "
-                        "(install e.g. openjdk-17-jre-headless)")
+        raise JavaError(
+            f"Spark needs Java {MIN_JAVA} or newer: no `java` on PATH and JAVA_HOME is not set "
+            "(install e.g. openjdk-17-jre-headless)"
+        )
     major = java_major_version(java)
     if major is None or major < MIN_JAVA:
-        raise JavaError(f"Spark needs Java {MIN_JAVA} or newer, but {java} is version {major or 'unknown'} "
-                        "(set JAVA_HOME to a newer JDK)")
+        raise JavaError(
+            f"Spark needs Java {MIN_JAVA} or newer, but {java} is version {major or 'unknown'} "
+            "(set JAVA_HOME to a newer JDK)"
+        )
 
 
 def spark_conf(settings: Settings) -> dict[str, str]:
@@ -105,8 +109,10 @@ def get_spark(settings: Settings, app_name: str = "juncture") -> SparkSession:
         builder = configure_spark_with_delta_pip(builder)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    log.info("spark session started", extra={"master": settings.spark.master, "app": app_name,
-                                              "spark_version": spark.version})
+    log.info(
+        "spark session started",
+        extra={"master": settings.spark.master, "app": app_name, "spark_version": spark.version},
+    )
     return spark
 
 

@@ -115,8 +115,15 @@ class LakeStore:
     first use); `pinned=False` reads every table at its latest version (maintenance and tests).
     """
 
-    def __init__(self, root: str, spark: SparkSession | None = None, *, engine: Engine = "auto",
-                 pins: Mapping[str, int] | None = None, pinned: bool = True) -> None:
+    def __init__(
+        self,
+        root: str,
+        spark: SparkSession | None = None,
+        *,
+        engine: Engine = "auto",
+        pins: Mapping[str, int] | None = None,
+        pinned: bool = True,
+    ) -> None:
         self.root = root.rstrip("/")
         self.spark = spark
         # Fixed pins (an explicit snapshot, or none at all when unpinned); else the current manifests,
@@ -178,8 +185,11 @@ class LakeStore:
         table = DeltaTable(self.uri(name))
         pin = self.pinned_version(name)
         if pin is not None and pin != table.version():
-            raise LakeError(name, f"table is at version {table.version()} but version {pin} is committed: "
-                                  "its unit's writer must begin() before writing")
+            raise LakeError(
+                name,
+                f"table is at version {table.version()} but version {pin} is committed: "
+                "its unit's writer must begin() before writing",
+            )
         return table
 
     def version(self, name: str) -> int:
@@ -238,8 +248,11 @@ class LakeStore:
             infos = self._fs.get_file_info(pafs.FileSelector(self._fs_root, allow_not_found=True))
         except (FileNotFoundError, OSError):
             return []
-        return sorted(i.base_name[: -len(MANIFEST_SUFFIX)] for i in infos
-                      if i.type == pafs.FileType.Directory and i.base_name.endswith(MANIFEST_SUFFIX))
+        return sorted(
+            i.base_name[: -len(MANIFEST_SUFFIX)]
+            for i in infos
+            if i.type == pafs.FileType.Directory and i.base_name.endswith(MANIFEST_SUFFIX)
+        )
 
     def manifests(self) -> list[Manifest]:
         out = []
@@ -278,8 +291,11 @@ class LakeStore:
         killed half-way leaves an older, still valid table that the next drop removes."""
         faults.checkpoint(f"restore:{name}")
         log_dir = self._fs_path(name, "_delta_log")
-        entries = [i for i in self._fs.get_file_info(pafs.FileSelector(log_dir, allow_not_found=True))
-                   if i.type == pafs.FileType.File]
+        entries = [
+            i
+            for i in self._fs.get_file_info(pafs.FileSelector(log_dir, allow_not_found=True))
+            if i.type == pafs.FileType.File
+        ]
         for info in sorted(entries, key=lambda i: i.base_name, reverse=True):
             self._fs.delete_file(info.path)
         self._fs.delete_dir(self._fs_path(name))
@@ -295,8 +311,14 @@ class LakeStore:
         return pa.schema(self._table(name).schema().to_arrow())
 
     # ------------------------------------------------------------------ reads
-    def read(self, name: str, *, columns: Sequence[str] | None = None,
-             where: Mapping[str, Sequence[Any]] | None = None, version: int | None = None) -> DataFrame:
+    def read(
+        self,
+        name: str,
+        *,
+        columns: Sequence[str] | None = None,
+        where: Mapping[str, Sequence[Any]] | None = None,
+        version: int | None = None,
+    ) -> DataFrame:
         """A Spark DataFrame of the table's snapshot (latest, or `version`), optionally filtered."""
         spark = self._need_spark("read")
         if self.engine == "delta-spark":
@@ -318,13 +340,24 @@ class LakeStore:
         df = _spark_filter(df, where)
         return df.select(*columns) if columns else df
 
-    def read_arrow(self, name: str, *, columns: Sequence[str] | None = None,
-                   where: Mapping[str, Sequence[Any]] | None = None, version: int | None = None) -> pa.Table:
+    def read_arrow(
+        self,
+        name: str,
+        *,
+        columns: Sequence[str] | None = None,
+        where: Mapping[str, Sequence[Any]] | None = None,
+        version: int | None = None,
+    ) -> pa.Table:
         """The snapshot as an Arrow table, without Spark (for small tables and non-Spark callers)."""
         return self._read_table(self._table(name, version), name, where, columns)
 
-    def _read_table(self, table: DeltaTable, name: str, where: Mapping[str, Sequence[Any]] | None,
-                    columns: Sequence[str] | None = None) -> pa.Table:
+    def _read_table(
+        self,
+        table: DeltaTable,
+        name: str,
+        where: Mapping[str, Sequence[Any]] | None,
+        columns: Sequence[str] | None = None,
+    ) -> pa.Table:
         schema = pa.schema(table.schema().to_arrow())
         files = self._files(table, where)
         if not files:
@@ -332,7 +365,10 @@ class LakeStore:
         else:
             parts = [f for f in schema if f.name in table.metadata().partition_columns]
             dataset = pads.dataset(
-                [self._strip_scheme(f) for f in files], schema=schema, format="parquet", filesystem=self._fs,
+                [self._strip_scheme(f) for f in files],
+                schema=schema,
+                format="parquet",
+                filesystem=self._fs,
                 partitioning=pads.partitioning(pa.schema(parts), flavor="hive") if parts else None,
                 partition_base_dir=self._fs_path(name),
             )
@@ -361,9 +397,16 @@ class LakeStore:
         """Replace the whole table's content in one commit (its history is kept)."""
         return self._write(name, data, mode="overwrite", partition_by=partition_by)
 
-    def overwrite_where(self, name: str, data: Data, *, column: str, values: Sequence[Any],
-                        partitions: Mapping[str, Sequence[Any]] | None = None,
-                        partition_by: Sequence[str] = ()) -> CommitResult:
+    def overwrite_where(
+        self,
+        name: str,
+        data: Data,
+        *,
+        column: str,
+        values: Sequence[Any],
+        partitions: Mapping[str, Sequence[Any]] | None = None,
+        partition_by: Sequence[str] = (),
+    ) -> CommitResult:
         """Replace every row whose `column` is in `values` by `data`, atomically (e.g. the cells of
         the tables of one batch). Rows of `data` should themselves carry one of `values`.
         `partitions` names the partition values those rows can live in (e.g. their table buckets),
@@ -372,8 +415,12 @@ class LakeStore:
             return self.append(name, data, partition_by=partition_by)
         if self.engine == "delta-spark":
             return self._spark_replace(name, data, predicate=in_predicate(column, list(values)))
-        return self._replace(name, data, keep=lambda old: _without_values(old, column, values),
-                             where={column: list(values), **(partitions or {})})
+        return self._replace(
+            name,
+            data,
+            keep=lambda old: _without_values(old, column, values),
+            where={column: list(values), **(partitions or {})},
+        )
 
     def merge(self, name: str, data: Data, *, keys: Sequence[str], partition_by: Sequence[str] = ()) -> CommitResult:
         """Upsert by `keys`: rows of `data` replace rows with equal keys, the rest are inserted."""
@@ -386,8 +433,9 @@ class LakeStore:
         where = {keys[0]: _distinct_values(data, keys[0])} if len(keys) == 1 else None
         return self._replace(name, data, keep=lambda old: _without_keys(old, data, keys), where=where)
 
-    def delete_where(self, name: str, *, column: str, values: Sequence[Any],
-                     partitions: Mapping[str, Sequence[Any]] | None = None) -> CommitResult:
+    def delete_where(
+        self, name: str, *, column: str, values: Sequence[Any], partitions: Mapping[str, Sequence[Any]] | None = None
+    ) -> CommitResult:
         """Delete every row whose `column` is in `values`, in one commit (`partitions` as in
         `overwrite_where`: where those rows can live, to skip reading the other files)."""
         if not self.exists(name):
@@ -399,8 +447,12 @@ class LakeStore:
         faults.checkpoint(f"commit:{name}")
         metrics = table.delete(predicate)
         self._advance(name, table.version())
-        return CommitResult(name, table.version(), n_files_added=int(metrics.get("num_added_files", 0)),
-                            n_files_removed=int(metrics.get("num_removed_files", 0)))
+        return CommitResult(
+            name,
+            table.version(),
+            n_files_added=int(metrics.get("num_added_files", 0)),
+            n_files_removed=int(metrics.get("num_removed_files", 0)),
+        )
 
     # ------------------------------------------------------------------ delta-rs machinery
     def _write(self, name: str, data: Data, *, mode: str, partition_by: Sequence[str]) -> CommitResult:
@@ -417,8 +469,9 @@ class LakeStore:
         removes = self._removes(_add_actions(self._latest(name))) if exists and mode == "overwrite" else []
         return self._commit(name, adds, removes, schema, parts, n_rows, create=not exists)
 
-    def _replace(self, name: str, data: Data, *, keep: Callable[[Any], Any],
-                 where: Mapping[str, Sequence[Any]] | None) -> CommitResult:
+    def _replace(
+        self, name: str, data: Data, *, keep: Callable[[Any], Any], where: Mapping[str, Sequence[Any]] | None
+    ) -> CommitResult:
         """Rewrite the files that may hold rows to drop: keep their other rows, add `data`."""
         table = self._latest(name)
         parts = list(table.metadata().partition_columns)
@@ -452,9 +505,16 @@ class LakeStore:
         now = int(time.time() * 1000)
         parts = [c for c in actions.column_names if c.startswith("partition.")]
         rows = actions.to_pylist()
-        return [RemoveAction(path=r["path"], data_change=True, deletion_timestamp=now, size=r["size_bytes"],
-                             partition_values={c.split(".", 1)[1]: _partition_text(r[c]) for c in parts})
-                for r in rows]
+        return [
+            RemoveAction(
+                path=r["path"],
+                data_change=True,
+                deletion_timestamp=now,
+                size=r["size_bytes"],
+                partition_values={c.split(".", 1)[1]: _partition_text(r[c]) for c in parts},
+            )
+            for r in rows
+        ]
 
     def _read_uris(self, name: str, uris: list[str]) -> DataFrame:
         from pyspark.sql.pandas.types import from_arrow_schema  # deferred: Arrow-only callers never load Spark
@@ -466,9 +526,14 @@ class LakeStore:
     def _read_arrow_uris(self, name: str, uris: list[str]) -> pa.Table:
         schema = self.arrow_schema(name)
         parts = [f for f in schema if f.name in self.partition_columns(name)]
-        dataset = pads.dataset([self._strip_scheme(u) for u in uris], schema=schema, format="parquet",
-                               filesystem=self._fs, partition_base_dir=self._fs_path(name),
-                               partitioning=pads.partitioning(pa.schema(parts), flavor="hive") if parts else None)
+        dataset = pads.dataset(
+            [self._strip_scheme(u) for u in uris],
+            schema=schema,
+            format="parquet",
+            filesystem=self._fs,
+            partition_base_dir=self._fs_path(name),
+            partitioning=pads.partitioning(pa.schema(parts), flavor="hive") if parts else None,
+        )
         return dataset.to_table()
 
     def _stage_files(self, name: str, data: Data, parts: list[str]) -> tuple[list[AddAction], int]:
@@ -483,8 +548,14 @@ class LakeStore:
             writer.parquet(self.uri(name) + f"/{_STAGING}/{write_id}")
         else:
             self._fs.create_dir(staging, recursive=True)
-            pq.write_to_dataset(data, staging, partition_cols=parts or None, filesystem=self._fs,
-                                basename_template="part-{i}.parquet", existing_data_behavior="error")
+            pq.write_to_dataset(
+                data,
+                staging,
+                partition_cols=parts or None,
+                filesystem=self._fs,
+                basename_template="part-{i}.parquet",
+                existing_data_behavior="error",
+            )
         adds: list[AddAction] = []
         n_rows = 0
         for info in self._fs.get_file_info(pafs.FileSelector(staging, recursive=True)):
@@ -499,26 +570,51 @@ class LakeStore:
             self._fs.move(info.path, final)
             meta = pq.read_metadata(final, filesystem=self._fs)
             n_rows += meta.num_rows
-            adds.append(AddAction(path=final_rel, size=info.size, partition_values=_partition_values(folder),
-                                  modification_time=int(time.time() * 1000), data_change=True,
-                                  stats=json.dumps(_file_stats(meta))))
+            adds.append(
+                AddAction(
+                    path=final_rel,
+                    size=info.size,
+                    partition_values=_partition_values(folder),
+                    modification_time=int(time.time() * 1000),
+                    data_change=True,
+                    stats=json.dumps(_file_stats(meta)),
+                )
+            )
         self._fs.delete_dir_contents(staging, missing_dir_ok=True)
         self._fs.delete_dir(staging)
         return adds, n_rows
 
-    def _commit(self, name: str, adds: list[AddAction], removes: list[RemoveAction], schema: pa.Schema,
-                parts: list[str], n_rows: int, *, create: bool) -> CommitResult:
+    def _commit(
+        self,
+        name: str,
+        adds: list[AddAction],
+        removes: list[RemoveAction],
+        schema: pa.Schema,
+        parts: list[str],
+        n_rows: int,
+        *,
+        create: bool,
+    ) -> CommitResult:
         faults.checkpoint(f"commit:{name}")
         delta_schema = DeltaSchema.from_arrow(schema)
         if create:
             create_table_with_add_actions(self.uri(name), delta_schema, adds, mode="error", partition_by=parts or None)
         else:
-            self._latest(name).create_write_transaction([*removes, *adds], mode="append", schema=delta_schema,
-                                                        partition_by=parts or None)
+            self._latest(name).create_write_transaction(
+                [*removes, *adds], mode="append", schema=delta_schema, partition_by=parts or None
+            )
         version = self.latest_version(name)
         self._advance(name, version)
-        log.info("lake commit", extra={"table": name, "version": version, "n_files_added": len(adds),
-                                        "n_files_removed": len(removes), "n_rows_written": n_rows})
+        log.info(
+            "lake commit",
+            extra={
+                "table": name,
+                "version": version,
+                "n_files_added": len(adds),
+                "n_files_removed": len(removes),
+                "n_rows_written": n_rows,
+            },
+        )
         return CommitResult(name, version, len(adds), len(removes), n_rows)
 
     def _check_schema(self, name: str, schema: pa.Schema) -> None:
@@ -558,8 +654,14 @@ class LakeStore:
 
         faults.checkpoint(f"commit:{name}")
         cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
-        (SparkDeltaTable.forPath(self._need_spark("merge"), self.uri(name)).alias("t")
-         .merge(self._as_spark(data).alias("s"), cond).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+        (
+            SparkDeltaTable.forPath(self._need_spark("merge"), self.uri(name))
+            .alias("t")
+            .merge(self._as_spark(data).alias("s"), cond)
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
         return self._spark_done(name)
 
     def _as_spark(self, data: Data) -> DataFrame:
@@ -622,8 +724,9 @@ def _without_keys(old: Data, new: Data, keys: Sequence[str]) -> Data:
         assert not isinstance(new, pa.Table)
         return old.join(new.select(*keys).distinct(), on=list(keys), how="left_anti")
     assert isinstance(new, pa.Table)
-    return old.join(new.select(list(keys)).group_by(list(keys)).aggregate([]), keys=list(keys),
-                    join_type="left anti").select(old.column_names)
+    return old.join(
+        new.select(list(keys)).group_by(list(keys)).aggregate([]), keys=list(keys), join_type="left anti"
+    ).select(old.column_names)
 
 
 def _distinct_values(data: Data, column: str) -> list[Any]:
@@ -676,4 +779,3 @@ def _file_stats(meta: pq.FileMetaData) -> dict[str, Any]:
                 stats["maxValues"][field.name] = max(maxs)
             stats["nullCount"][field.name] = nulls
     return stats
-

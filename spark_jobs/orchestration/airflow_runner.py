@@ -41,8 +41,10 @@ class DagRunError(JunctureError):
     """An in-process DAG run did not succeed; names the failed tasks."""
 
     def __init__(self, dag_id: str, run_id: str, state: str, failed: list[str]) -> None:
-        super().__init__(f"DAG {dag_id} run {run_id} ended {state}; failed tasks: {', '.join(failed) or 'none'}"
-                         " (see the task logs under AIRFLOW_HOME/logs)")
+        super().__init__(
+            f"DAG {dag_id} run {run_id} ended {state}; failed tasks: {', '.join(failed) or 'none'}"
+            " (see the task logs under AIRFLOW_HOME/logs)"
+        )
         self.dag_id, self.run_id, self.state, self.failed = dag_id, run_id, state, failed
 
 
@@ -86,8 +88,10 @@ def prepare(settings: Settings) -> Path:
     if "airflow" in sys.modules or "airflow.settings" in sys.modules:
         current = os.environ.get("AIRFLOW_HOME", "")
         if Path(current).resolve() != home:
-            raise UserError(f"Airflow is already configured in this process with AIRFLOW_HOME={current or '~/airflow'}"
-                            f"; embedded mode needs {home} (set airflow.home to the same folder)")
+            raise UserError(
+                f"Airflow is already configured in this process with AIRFLOW_HOME={current or '~/airflow'}"
+                f"; embedded mode needs {home} (set airflow.home to the same folder)"
+            )
     home.mkdir(parents=True, exist_ok=True)
     os.environ.update(env)
     import airflow  # deferred: Airflow loads only when a DAG runs
@@ -99,8 +103,10 @@ def prepare(settings: Settings) -> Path:
         t0 = time.perf_counter()
         db.upgradedb()  # what `airflow db migrate` runs
         marker.write_text("ok\n")
-        log.info("airflow metadata db migrated", extra={"airflow_home": str(home),
-                                                        "seconds": round(time.perf_counter() - t0, 1)})
+        log.info(
+            "airflow metadata db migrated",
+            extra={"airflow_home": str(home), "seconds": round(time.perf_counter() - t0, 1)},
+        )
     return home
 
 
@@ -116,8 +122,14 @@ def load_dags(settings: Settings) -> dict[str, Any]:
     return dict(bag.dags)
 
 
-def run_dag(settings: Settings, dag_id: str, conf: Mapping[str, Any] | None = None, *,
-            follow_triggers: bool = True, check: bool = True) -> DagRunResult:
+def run_dag(
+    settings: Settings,
+    dag_id: str,
+    conf: Mapping[str, Any] | None = None,
+    *,
+    follow_triggers: bool = True,
+    check: bool = True,
+) -> DagRunResult:
     """Run one DAG in-process (`dag.test(run_conf=conf)`) with `settings`; then the runs it triggered."""
     from spark_jobs.orchestration.tasks import bind_settings  # deferred: tasks is what the DAGs import
 
@@ -129,8 +141,10 @@ def run_dag(settings: Settings, dag_id: str, conf: Mapping[str, Any] | None = No
     with bind_settings(settings):
         dr = dags[dag_id].test(run_conf=dict(conf or {}))
     result = _result(dr, time.perf_counter() - t0)
-    log.info("dag run finished", extra={"dag_id": dag_id, "run_id": result.run_id, "state": result.state,
-                                        "seconds": round(result.seconds, 1)})
+    log.info(
+        "dag run finished",
+        extra={"dag_id": dag_id, "run_id": result.run_id, "state": result.state, "seconds": round(result.seconds, 1)},
+    )
     if check and result.state != "success":
         failed = [t for t, s in result.tasks.items() if s in ("failed", "upstream_failed", "up_for_retry")]
         raise DagRunError(dag_id, result.run_id, result.state, failed)
@@ -153,9 +167,12 @@ def _asset_consumers(result: DagRunResult) -> list[tuple[str, dict[str, Any]]]:
     from airflow.utils.session import create_session  # deferred: Airflow loads only when a DAG runs
 
     with create_session() as session:
-        rows = (session.query(AssetModel.uri, AssetEvent.extra)
-                .join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
-                .filter(AssetEvent.source_dag_id == result.dag_id, AssetEvent.source_run_id == result.run_id).all())
+        rows = (
+            session.query(AssetModel.uri, AssetEvent.extra)
+            .join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
+            .filter(AssetEvent.source_dag_id == result.dag_id, AssetEvent.source_run_id == result.run_id)
+            .all()
+        )
     out: dict[str, dict[str, Any]] = {}
     for uri, extra in rows:
         if uri in ASSET_CONSUMERS:
@@ -169,8 +186,10 @@ def _result(dr: Any, seconds: float) -> DagRunResult:
 
     with create_session() as session:
         run = session.query(DagRun).filter(DagRun.dag_id == dr.dag_id, DagRun.run_id == dr.run_id).one()
-        tasks = {(ti.task_id if ti.map_index < 0 else f"{ti.task_id}[{ti.map_index}]"): str(ti.state)
-                 for ti in run.get_task_instances(session=session)}
+        tasks = {
+            (ti.task_id if ti.map_index < 0 else f"{ti.task_id}[{ti.map_index}]"): str(ti.state)
+            for ti in run.get_task_instances(session=session)
+        }
         return DagRunResult(dr.dag_id, dr.run_id, str(run.state), tasks, seconds)
 
 
@@ -179,8 +198,7 @@ def _queued_runs() -> set[tuple[str, str]]:
     from airflow.utils.session import create_session  # deferred: Airflow loads only when a DAG runs
 
     with create_session() as session:
-        rows = session.query(DagRun.dag_id, DagRun.run_id).filter(DagRun.dag_id.in_(DAG_IDS),
-                                                                  DagRun.state == "queued")
+        rows = session.query(DagRun.dag_id, DagRun.run_id).filter(DagRun.dag_id.in_(DAG_IDS), DagRun.state == "queued")
         return {(d, r) for d, r in rows}
 
 
@@ -205,20 +223,25 @@ def _run_queued(settings: Settings, dags: dict[str, Any], run: tuple[str, str], 
 def api_trigger(settings: Settings, dag_id: str, conf: Mapping[str, Any]) -> dict[str, Any]:
     """Trigger `dag_id` through the Airflow 3 REST API at `settings.airflow.api_url` (no Airflow import)."""
 
-
     base = settings.airflow.api_url.rstrip("/")
     headers = {}
     with httpx.Client(base_url=base, timeout=30.0) as client:
         if settings.airflow.username:
-            tok = client.post("/auth/token", json={"username": settings.airflow.username,
-                                                  "password": settings.airflow.password})
+            tok = client.post(
+                "/auth/token", json={"username": settings.airflow.username, "password": settings.airflow.password}
+            )
             if tok.status_code >= 400:
-                raise UserError(f"airflow API {base}: login as {settings.airflow.username!r} failed "
-                                f"(HTTP {tok.status_code})")
+                raise UserError(
+                    f"airflow API {base}: login as {settings.airflow.username!r} failed (HTTP {tok.status_code})"
+                )
             headers["Authorization"] = f"Bearer {tok.json()['access_token']}"
-        resp = client.post(f"/api/v2/dags/{dag_id}/dagRuns", headers=headers,
-                           json={"logical_date": dt.datetime.now(dt.UTC).isoformat(), "conf": dict(conf)})
+        resp = client.post(
+            f"/api/v2/dags/{dag_id}/dagRuns",
+            headers=headers,
+            json={"logical_date": dt.datetime.now(dt.UTC).isoformat(), "conf": dict(conf)},
+        )
         if resp.status_code >= 400:
-            raise UserError(f"airflow API {base}: triggering {dag_id} failed (HTTP {resp.status_code}: "
-                            f"{resp.text[:200]})")
+            raise UserError(
+                f"airflow API {base}: triggering {dag_id} failed (HTTP {resp.status_code}: {resp.text[:200]})"
+            )
         return resp.json()

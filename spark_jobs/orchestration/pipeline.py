@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-
 def stages() -> list[tuple[str, Stage]]:
     """(name, job) in execution order: silver, then each index family's update, relate, publish
     (the names are `plan.stage_names()`)."""
@@ -60,8 +59,9 @@ def pending_batches(store: LakeStore, settings: Settings) -> list[ChangeBatch]:
     return [load_batch(store, b) for b in batch_ids(store) if b not in published]
 
 
-def run_batch(spark: SparkSession, settings: Settings, batch: ChangeBatch,
-              jobs: Sequence[tuple[str, Stage]] | None = None) -> BatchReport:
+def run_batch(
+    spark: SparkSession, settings: Settings, batch: ChangeBatch, jobs: Sequence[tuple[str, Stage]] | None = None
+) -> BatchReport:
     """Run every stage (or `jobs`) for `batch`, in order, timing each."""
     report = BatchReport(batch.batch_id, len(batch.added), len(batch.deleted))
     with log_context(batch_id=batch.batch_id):

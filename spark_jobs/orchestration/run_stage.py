@@ -34,8 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = dag_tasks.spark_for(settings, f"juncture.{args.stage}")
     try:
         # The submitting task holds the lake lock for this job, so the job itself does not take it.
-        results = dag_tasks.run_stage(args.stage, [*args.batch_ids, *args.batch_id], settings=settings,
-                                      spark=spark, lock=False)
+        results = dag_tasks.run_stage(
+            args.stage, [*args.batch_ids, *args.batch_id], settings=settings, spark=spark, lock=False
+        )
     finally:
         spark.stop()
     sys.stdout.write(json.dumps({"stage": args.stage, "results": results}, default=str) + "\n")

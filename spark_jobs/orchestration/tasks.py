@@ -75,8 +75,10 @@ def crawl_source(name: str, *, settings: Settings | None = None) -> int | None:
     with log_context(source=name):  # the crawl locks the lake for its landing only, not its downloads
         report = run_crawl(settings, source_name=name)
     if report.failed:
-        log.warning("crawl had failures", extra={"source": name, "failed": report.failed,
-                                                 "failures": [f"{d}: {r}" for d, r in report.failures][:20]})
+        log.warning(
+            "crawl had failures",
+            extra={"source": name, "failed": report.failed, "failures": [f"{d}: {r}" for d, r in report.failures][:20]},
+        )
     if any(d == f"source {name}" for d, _ in report.failures):
         reason = next(r for d, r in report.failures if d == f"source {name}")
         # The whole listing failed (portal down, bad answer): fail so Airflow retries with backoff.
@@ -118,8 +120,14 @@ def rebuild_step_names() -> list[str]:
     return plan.rebuild_step_names()
 
 
-def run_stage(stage: str, batch_ids: Sequence[int], *, settings: Settings | None = None,
-              spark: SparkSession | None = None, lock: bool = True) -> dict[str, Any]:
+def run_stage(
+    stage: str,
+    batch_ids: Sequence[int],
+    *,
+    settings: Settings | None = None,
+    spark: SparkSession | None = None,
+    lock: bool = True,
+) -> dict[str, Any]:
     """Run pipeline stage `stage` for each batch, oldest first (each stage is idempotent per batch)."""
     from spark_jobs.lake.batches import load_batch  # deferred: the DAG files import this module at parse time
     from spark_jobs.lake.store import LakeStore  # deferred: the DAG files import this module at parse time
@@ -151,8 +159,11 @@ def _small(out: Any) -> Any:
     if isinstance(out, dict):
         return {str(k): v for k, v in out.items() if isinstance(v, (int, float, str, bool, type(None)))}
     if hasattr(out, "__dataclass_fields__"):
-        return {k: getattr(out, k) for k in out.__dataclass_fields__
-                if isinstance(getattr(out, k), (int, float, str, bool, type(None)))}
+        return {
+            k: getattr(out, k)
+            for k in out.__dataclass_fields__
+            if isinstance(getattr(out, k), (int, float, str, bool, type(None)))
+        }
     return None
 
 
@@ -193,8 +204,13 @@ def settings_toml(settings: Settings, **spark_overrides: str) -> str:
             return "[" + ", ".join(value(x) for x in v) + "]"
         return json.dumps(str(v))
 
-    top = {"home": str(settings.home), "lake": settings.lake, "catalog_url": settings.catalog_url,
-           "log_format": settings.log_format, "lock_wait_s": settings.lock_wait_s}
+    top = {
+        "home": str(settings.home),
+        "lake": settings.lake,
+        "catalog_url": settings.catalog_url,
+        "log_format": settings.log_format,
+        "lock_wait_s": settings.lock_wait_s,
+    }
     lines = [f"{k} = {value(v)}" for k, v in top.items()]
     for section in ("spark", "crawl", "index", "airflow"):
         obj = getattr(settings, section)
@@ -203,8 +219,9 @@ def settings_toml(settings: Settings, **spark_overrides: str) -> str:
             fields.update(spark_overrides)
         lines += ["", f"[{section}]"] + [f"{k} = {value(v)}" for k, v in fields.items()]
     for name, family in settings.index.families.items():  # [index.<family>] tables
-        lines += ["", f"[index.{name}]"] + [f"{f.name} = {value(getattr(family, f.name))}"
-                                            for f in dataclasses.fields(family)]
+        lines += ["", f"[index.{name}]"] + [
+            f"{f.name} = {value(getattr(family, f.name))}" for f in dataclasses.fields(family)
+        ]
     for src in settings.sources:
         lines += ["", "[[sources]]"] + [f"{f.name} = {value(getattr(src, f.name))}" for f in dataclasses.fields(src)]
     return "\n".join(lines) + "\n"

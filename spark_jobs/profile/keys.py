@@ -59,23 +59,48 @@ MAX_COLUMNS = 3
 MAX_WORK = 200_000_000  # row visits per table before the search is cut short
 EXCLUDED_TYPES = frozenset({"decimal", "empty"})
 
-KEYS_SCHEMA = pa.schema([
-    ("table_id", pa.string()), ("bucket", pa.int32()), ("columns", pa.list_(pa.string())), ("exact", pa.bool_()),
-    ("uniqueness", pa.float64()), ("score", pa.float64()), ("batch_id", pa.int64()),
-])
-SEARCHES_SCHEMA = pa.schema([
-    ("table_id", pa.string()), ("bucket", pa.int32()), ("search_complete", pa.bool_()),
-    ("n_candidates", pa.int32()), ("n_checked", pa.int64()), ("work", pa.int64()), ("batch_id", pa.int64()),
-])
-_UDF_SCHEMA = ("table_id string, columns array<string>, exact boolean, uniqueness double, score double, "
-               "search_complete boolean, n_candidates int, n_checked long, work long")
+KEYS_SCHEMA = pa.schema(
+    [
+        ("table_id", pa.string()),
+        ("bucket", pa.int32()),
+        ("columns", pa.list_(pa.string())),
+        ("exact", pa.bool_()),
+        ("uniqueness", pa.float64()),
+        ("score", pa.float64()),
+        ("batch_id", pa.int64()),
+    ]
+)
+SEARCHES_SCHEMA = pa.schema(
+    [
+        ("table_id", pa.string()),
+        ("bucket", pa.int32()),
+        ("search_complete", pa.bool_()),
+        ("n_candidates", pa.int32()),
+        ("n_checked", pa.int64()),
+        ("work", pa.int64()),
+        ("batch_id", pa.int64()),
+    ]
+)
+_UDF_SCHEMA = (
+    "table_id string, columns array<string>, exact boolean, uniqueness double, score double, "
+    "search_complete boolean, n_candidates int, n_checked long, work long"
+)
 
-ID_WORDS = frozenset({"id", "key", "code", "no", "nr", "num", "number", "uuid", "guid", "faa", "iata", "icao",
-                      "tailnum", "pk", "ref"})
-TIME_WORDS = frozenset({"year", "month", "day", "hour", "minute", "second", "date", "time", "timestamp", "week",
-                        "quarter", "period"})
-TYPE_WEIGHT = {"identifier": 1.0, "integer": 0.8, "date": 0.7, "datetime": 0.7, "categorical": 0.5, "text": 0.3,
-               "boolean": 0.2}
+ID_WORDS = frozenset(
+    {"id", "key", "code", "no", "nr", "num", "number", "uuid", "guid", "faa", "iata", "icao", "tailnum", "pk", "ref"}
+)
+TIME_WORDS = frozenset(
+    {"year", "month", "day", "hour", "minute", "second", "date", "time", "timestamp", "week", "quarter", "period"}
+)
+TYPE_WEIGHT = {
+    "identifier": 1.0,
+    "integer": 0.8,
+    "date": 0.7,
+    "datetime": 0.7,
+    "categorical": 0.5,
+    "text": 0.3,
+    "boolean": 0.2,
+}
 
 
 @dataclass(frozen=True)
@@ -112,6 +137,7 @@ def _words(header: str) -> set[str]:
 
 def key_score(cols: Sequence[KeyColumn], uniqueness: float, n_columns: int) -> float:
     """How likely a key is real (higher first); see the module docstring."""
+
     def name(c: KeyColumn) -> float:
         words = _words(c.header)
         if words & ID_WORDS or c.header.endswith(("Id", "ID")):
@@ -137,8 +163,14 @@ def _repeating_rows(codes: np.ndarray, cardinality: int) -> np.ndarray:
     return np.flatnonzero(counts[codes] >= 2)
 
 
-def minimal_keys(columns: Sequence[KeyColumn], n_rows: int, *, n_columns: int | None = None,
-                 max_work: int = MAX_WORK, near_unique_min: float = NEAR_UNIQUE_MIN) -> KeySearch:
+def minimal_keys(
+    columns: Sequence[KeyColumn],
+    n_rows: int,
+    *,
+    n_columns: int | None = None,
+    max_work: int = MAX_WORK,
+    near_unique_min: float = NEAR_UNIQUE_MIN,
+) -> KeySearch:
     """Unique and near-unique columns and minimal unique pairs and triples of `columns` (all with
     `n_rows` codes). `n_columns` is the table's width (for the position score)."""
     width = n_columns or max((c.position for c in columns), default=1)
@@ -191,8 +223,15 @@ class _Budget:
         return True
 
 
-def _triples(nonunique: list[KeyColumn], repeating: dict[int, np.ndarray], unique_pairs: set[tuple[int, int]],
-             n_rows: int, width: int, budget: _Budget, found: list[FoundKey]) -> bool:
+def _triples(
+    nonunique: list[KeyColumn],
+    repeating: dict[int, np.ndarray],
+    unique_pairs: set[tuple[int, int]],
+    n_rows: int,
+    width: int,
+    budget: _Budget,
+    found: list[FoundKey],
+) -> bool:
     """Minimal unique triples (all three pairs non-unique); False when the budget ran out."""
     for i, a in enumerate(nonunique):
         rows = repeating[i]
@@ -200,15 +239,20 @@ def _triples(nonunique: list[KeyColumn], repeating: dict[int, np.ndarray], uniqu
             b = nonunique[j]
             if (i, j) in unique_pairs:
                 continue
-            ks = [k for k in range(j + 1, len(nonunique))
-                  if (i, k) not in unique_pairs and (j, k) not in unique_pairs
-                  and a.cardinality * b.cardinality * nonunique[k].cardinality >= n_rows]
+            ks = [
+                k
+                for k in range(j + 1, len(nonunique))
+                if (i, k) not in unique_pairs
+                and (j, k) not in unique_pairs
+                and a.cardinality * b.cardinality * nonunique[k].cardinality >= n_rows
+            ]
             if not ks:
                 continue
             if not budget.spend(rows.size):
                 return False
-            _, groups, counts = np.unique(a.codes[rows] * b.cardinality + b.codes[rows], return_inverse=True,
-                                          return_counts=True)
+            _, groups, counts = np.unique(
+                a.codes[rows] * b.cardinality + b.codes[rows], return_inverse=True, return_counts=True
+            )
             keep = counts[groups] >= 2
             pair_rows, pair_groups = rows[keep], groups[keep].astype(np.int64)
             for k in ks:
@@ -216,8 +260,7 @@ def _triples(nonunique: list[KeyColumn], repeating: dict[int, np.ndarray], uniqu
                 if not budget.spend(pair_rows.size, check=True):
                     return False
                 if not _has_duplicate(pair_groups * c.cardinality + c.codes[pair_rows]):
-                    found.append(FoundKey((a.header, b.header, c.header), True, 1.0,
-                                          key_score([a, b, c], 1.0, width)))
+                    found.append(FoundKey((a.header, b.header, c.header), True, 1.0, key_score([a, b, c], 1.0, width)))
     return True
 
 
@@ -239,16 +282,42 @@ def _keys_of_table(table: pa.Table, *, meta: dict[str, Any], max_work: int) -> p
             continue
         encoded = pc.dictionary_encode(table.column("value").slice(s, e - s)).combine_chunks()
         header, inferred_type = info["columns"][pos]
-        candidates.append(KeyColumn(header, pos, inferred_type, encoded.indices.to_numpy().astype(np.int64),
-                                    len(encoded.dictionary)))
+        candidates.append(
+            KeyColumn(header, pos, inferred_type, encoded.indices.to_numpy().astype(np.int64), len(encoded.dictionary))
+        )
     search = minimal_keys(candidates, n_rows, n_columns=info["n_columns"], max_work=max_work)
-    rows = [{"table_id": table_id, "columns": list(k.columns), "exact": k.exact, "uniqueness": k.uniqueness,
-             "score": k.score} for k in search.keys]
-    rows.append({"table_id": table_id, "search_complete": search.complete, "n_candidates": len(candidates),
-                 "n_checked": search.n_checked, "work": search.work})
-    schema = pa.schema([("table_id", pa.string()), ("columns", pa.list_(pa.string())), ("exact", pa.bool_()),
-                        ("uniqueness", pa.float64()), ("score", pa.float64()), ("search_complete", pa.bool_()),
-                        ("n_candidates", pa.int32()), ("n_checked", pa.int64()), ("work", pa.int64())])
+    rows = [
+        {
+            "table_id": table_id,
+            "columns": list(k.columns),
+            "exact": k.exact,
+            "uniqueness": k.uniqueness,
+            "score": k.score,
+        }
+        for k in search.keys
+    ]
+    rows.append(
+        {
+            "table_id": table_id,
+            "search_complete": search.complete,
+            "n_candidates": len(candidates),
+            "n_checked": search.n_checked,
+            "work": search.work,
+        }
+    )
+    schema = pa.schema(
+        [
+            ("table_id", pa.string()),
+            ("columns", pa.list_(pa.string())),
+            ("exact", pa.bool_()),
+            ("uniqueness", pa.float64()),
+            ("score", pa.float64()),
+            ("search_complete", pa.bool_()),
+            ("n_candidates", pa.int32()),
+            ("n_checked", pa.int64()),
+            ("work", pa.int64()),
+        ]
+    )
     return pa.Table.from_pylist(rows, schema=schema)
 
 
@@ -261,8 +330,15 @@ def _table_udf(meta: dict[str, Any], max_work: int) -> Callable[[pa.Table], pa.T
     return keys_of_table
 
 
-def detect(spark: SparkSession, store: LakeStore, settings: Settings, batch: ChangeBatch, *,
-           max_work: int = MAX_WORK, driver_max_cells: int = DRIVER_MAX_CELLS) -> tuple[pa.Table, pa.Table]:
+def detect(
+    spark: SparkSession,
+    store: LakeStore,
+    settings: Settings,
+    batch: ChangeBatch,
+    *,
+    max_work: int = MAX_WORK,
+    driver_max_cells: int = DRIVER_MAX_CELLS,
+) -> tuple[pa.Table, pa.Table]:
     """(keys, key_searches) of the batch's added tables, from silver profiles and bronze cells.
     A batch of at most `driver_max_cells` candidate cells is searched in this process from an
     Arrow read (same per-table function, no Spark job: small incremental batches skip its fixed
@@ -284,31 +360,49 @@ def detect(spark: SparkSession, store: LakeStore, settings: Settings, batch: Cha
     found: list[dict[str, Any]] = []
     n_cells = sum(meta[t]["n_rows"] for t, _ in eligible)
     if eligible and n_cells <= driver_max_cells:
-        cells_arrow = store.read_arrow(CELLS, columns=["table_id", "row", "col", "value"],
-                                       where={"bucket": buckets, "table_id": list(batch.added)})
+        cells_arrow = store.read_arrow(
+            CELLS, columns=["table_id", "row", "col", "value"], where={"bucket": buckets, "table_id": list(batch.added)}
+        )
         for table_id in sorted({t for t, _ in eligible}):
             cols = [c for t, c in eligible if t == table_id]
-            mask = pc.and_(pc.equal(cells_arrow["table_id"], table_id),
-                           pc.is_in(cells_arrow["col"], pa.array(cols, pa.int32())))
+            mask = pc.and_(
+                pc.equal(cells_arrow["table_id"], table_id), pc.is_in(cells_arrow["col"], pa.array(cols, pa.int32()))
+            )
             part = cells_arrow.filter(mask)
             if part.num_rows:
                 found.extend(_keys_of_table(part, meta=meta, max_work=max_work).to_pylist())
     elif eligible:
         wanted = spark.createDataFrame(eligible, "table_id string, col int")
-        cells = (store.read(CELLS, where={"bucket": buckets, "table_id": list(batch.added)})
-                 .select("table_id", "row", "col", "value").join(F.broadcast(wanted), ["table_id", "col"]))
-        found = [r.asDict() for r in
-                 cells.groupBy("table_id").applyInArrow(_table_udf(meta, max_work), _UDF_SCHEMA).collect()]
+        cells = (
+            store.read(CELLS, where={"bucket": buckets, "table_id": list(batch.added)})
+            .select("table_id", "row", "col", "value")
+            .join(F.broadcast(wanted), ["table_id", "col"])
+        )
+        found = [
+            r.asDict()
+            for r in cells.groupBy("table_id").applyInArrow(_table_udf(meta, max_work), _UDF_SCHEMA).collect()
+        ]
     searched = {r["table_id"]: r for r in found if r["columns"] is None}
-    keys = [{**r, "bucket": table_bucket(r["table_id"], n_buckets), "batch_id": batch.batch_id}
-            for r in found if r["columns"] is not None]
+    keys = [
+        {**r, "bucket": table_bucket(r["table_id"], n_buckets), "batch_id": batch.batch_id}
+        for r in found
+        if r["columns"] is not None
+    ]
     keys.sort(key=lambda r: (r["table_id"], -r["score"], r["columns"]))
     searches = []
     for table_id in sorted(meta):
         r = searched.get(table_id) or {"search_complete": True, "n_candidates": 0, "n_checked": 0, "work": 0}
-        searches.append({"table_id": table_id, "bucket": table_bucket(table_id, n_buckets),
-                         "search_complete": r["search_complete"], "n_candidates": r["n_candidates"],
-                         "n_checked": r["n_checked"], "work": r["work"], "batch_id": batch.batch_id})
+        searches.append(
+            {
+                "table_id": table_id,
+                "bucket": table_bucket(table_id, n_buckets),
+                "search_complete": r["search_complete"],
+                "n_candidates": r["n_candidates"],
+                "n_checked": r["n_checked"],
+                "work": r["work"],
+                "batch_id": batch.batch_id,
+            }
+        )
     return (pa.Table.from_pylist(keys, schema=KEYS_SCHEMA), pa.Table.from_pylist(searches, schema=SEARCHES_SCHEMA))
 
 
@@ -320,12 +414,24 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str
     base = begin(store, KEYS_UNIT)
     buckets = sorted({table_bucket(t, settings.index.cells_buckets) for t in batch.touched})
     keys, searches = detect(spark, store, settings, batch)
-    log.info("keys detected", extra={"n_tables": searches.num_rows, "n_keys": keys.num_rows,
-                                     "n_cut_short": searches.num_rows - sum(searches["search_complete"].to_pylist())})
+    log.info(
+        "keys detected",
+        extra={
+            "n_tables": searches.num_rows,
+            "n_keys": keys.num_rows,
+            "n_cut_short": searches.num_rows - sum(searches["search_complete"].to_pylist()),
+        },
+    )
     out = {}
     for name, data in ((KEYS, keys), (KEY_SEARCHES, searches)):
-        out[name] = store.overwrite_where(name, data, column="table_id", values=list(batch.touched),
-                                          partitions={"bucket": buckets}, partition_by=["bucket"])
+        out[name] = store.overwrite_where(
+            name,
+            data,
+            column="table_id",
+            values=list(batch.touched),
+            partitions={"bucket": buckets},
+            partition_by=["bucket"],
+        )
     commit(store, KEYS_UNIT, base, batch_id=batch.batch_id, kind="update")
     return out
 

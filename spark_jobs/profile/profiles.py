@@ -84,9 +84,32 @@ BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "t", "f", "y", "n"})
 INTEGER_RE = re.compile(r"[+-]?[0-9]+")
 DECIMAL_RE = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 CODE_RE = re.compile(r"[A-Za-z0-9_.:/#-]{1,32}")
-MONTHS = {"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "oct": 10,
-          "nov": 11, "dec": 12, "january": 1, "february": 2, "march": 3, "april": 4, "june": 6, "july": 7,
-          "august": 8, "september": 9, "sept": 9, "october": 10, "november": 11, "december": 12}
+MONTHS = {
+    "jan": 1,
+    "feb": 2,
+    "mar": 3,
+    "apr": 4,
+    "may": 5,
+    "jun": 6,
+    "jul": 7,
+    "aug": 8,
+    "sep": 9,
+    "oct": 10,
+    "nov": 11,
+    "dec": 12,
+    "january": 1,
+    "february": 2,
+    "march": 3,
+    "april": 4,
+    "june": 6,
+    "july": 7,
+    "august": 8,
+    "september": 9,
+    "sept": 9,
+    "october": 10,
+    "november": 11,
+    "december": 12,
+}
 Y_FIRST = re.compile(r"([0-9]{4})([-/.])([0-9]{1,2})\2([0-9]{1,2})")
 Y_LAST = re.compile(r"([0-9]{1,2})([-/.])([0-9]{1,2})\2([0-9]{4})")
 DAY_MONTH_NAME = re.compile(r"([0-9]{1,2}) +([A-Za-z]{3,9})\.?,? +([0-9]{4})")
@@ -100,19 +123,39 @@ ColumnKey = tuple[str, int]  # (table_id, col)
 Measures = dict[ColumnKey, dict[str, Any]]  # `column_stats` rows by column
 TopValues = dict[ColumnKey, list[tuple[str, int]]]
 
-PROFILE_SCHEMA = pa.schema([
-    ("table_id", pa.string()), ("bucket", pa.int32()), ("column_id", pa.string()), ("header", pa.string()),
-    ("position", pa.int32()), ("row_count", pa.int64()), ("null_count", pa.int64()), ("empty_count", pa.int64()),
-    ("distinct_count", pa.int64()), ("distinct_exact", pa.bool_()), ("distinct_error", pa.float64()),
-    ("inferred_type", pa.string()), ("type_share", pa.float64()), ("portal_type", pa.string()),
-    ("min_value", pa.string()), ("max_value", pa.string()), ("length_min", pa.int64()),
-    ("length_mean", pa.float64()), ("length_max", pa.int64()),
-    ("top_values", pa.list_(pa.struct([("value", pa.string()), ("count", pa.int64())]))),
-    ("top_values_exact", pa.bool_()),
-    ("histogram_edges", pa.list_(pa.float64())), ("histogram_counts", pa.list_(pa.int64())),
-    ("numeric_mean", pa.float64()), ("numeric_std", pa.float64()), ("uniqueness", pa.float64()),
-    ("token_count", pa.int64()), ("n_tokens", pa.int64()), ("batch_id", pa.int64()),
-])
+PROFILE_SCHEMA = pa.schema(
+    [
+        ("table_id", pa.string()),
+        ("bucket", pa.int32()),
+        ("column_id", pa.string()),
+        ("header", pa.string()),
+        ("position", pa.int32()),
+        ("row_count", pa.int64()),
+        ("null_count", pa.int64()),
+        ("empty_count", pa.int64()),
+        ("distinct_count", pa.int64()),
+        ("distinct_exact", pa.bool_()),
+        ("distinct_error", pa.float64()),
+        ("inferred_type", pa.string()),
+        ("type_share", pa.float64()),
+        ("portal_type", pa.string()),
+        ("min_value", pa.string()),
+        ("max_value", pa.string()),
+        ("length_min", pa.int64()),
+        ("length_mean", pa.float64()),
+        ("length_max", pa.int64()),
+        ("top_values", pa.list_(pa.struct([("value", pa.string()), ("count", pa.int64())]))),
+        ("top_values_exact", pa.bool_()),
+        ("histogram_edges", pa.list_(pa.float64())),
+        ("histogram_counts", pa.list_(pa.int64())),
+        ("numeric_mean", pa.float64()),
+        ("numeric_std", pa.float64()),
+        ("uniqueness", pa.float64()),
+        ("token_count", pa.int64()),
+        ("n_tokens", pa.int64()),
+        ("batch_id", pa.int64()),
+    ]
+)
 
 
 # ---------------------------------------------------------------------------------------------- values
@@ -190,9 +233,16 @@ def value_facts(value: str | None) -> tuple[Any, ...]:
     return ("present", kind, len(s), int_value, num_value, day, moment, is_code)
 
 
-FACT_FIELDS = (("state", pa.string()), ("kind", pa.string()), ("length", pa.int64()), ("int_value", pa.int64()),
-               ("num_value", pa.float64()), ("date_key", pa.string()), ("dt_key", pa.string()),
-               ("is_code", pa.bool_()))
+FACT_FIELDS = (
+    ("state", pa.string()),
+    ("kind", pa.string()),
+    ("length", pa.int64()),
+    ("int_value", pa.int64()),
+    ("num_value", pa.float64()),
+    ("date_key", pa.string()),
+    ("dt_key", pa.string()),
+    ("is_code", pa.bool_()),
+)
 
 
 def _facts_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -235,12 +285,15 @@ def column_stats(values: DataFrame, *, k: int = TOP_K, bins: int = HISTOGRAM_BIN
     column = Window.partitionBy("table_id", "col")
     by_count = column.orderBy(F.when(present & ~F.col("large"), 0).otherwise(1), n.desc(), F.col("value").asc())
     x, lo, hi = F.col("x"), F.col("lo"), F.col("hi")
-    ranked = (values.withColumn("x", F.when(numeric, F.coalesce(F.col("int_value").cast("double"),
-                                                                 F.col("num_value"))))
-              .withColumn("rank", F.row_number().over(by_count))
-              .withColumn("lo", F.min("x").over(column)).withColumn("hi", F.max("x").over(column)))
-    ranked = ranked.withColumn("bin", F.when(hi == lo, 0).otherwise(
-        F.least(F.floor((x - lo) / (hi - lo) * bins), F.lit(bins - 1))).cast("int"))
+    ranked = (
+        values.withColumn("x", F.when(numeric, F.coalesce(F.col("int_value").cast("double"), F.col("num_value"))))
+        .withColumn("rank", F.row_number().over(by_count))
+        .withColumn("lo", F.min("x").over(column))
+        .withColumn("hi", F.max("x").over(column))
+    )
+    ranked = ranked.withColumn(
+        "bin", F.when(hi == lo, 0).otherwise(F.least(F.floor((x - lo) / (hi - lo) * bins), F.lit(bins - 1))).cast("int")
+    )
     top = F.when(present & ~F.col("large") & (F.col("rank") <= k), F.struct("rank", "value", "n"))
     return ranked.groupBy("table_id", "col").agg(
         F.sum(n).alias("row_count"),
@@ -257,11 +310,14 @@ def column_stats(values: DataFrame, *, k: int = TOP_K, bins: int = HISTOGRAM_BIN
         wsum(present, F.col("length").cast("double")).alias("length_sum"),
         F.min(F.when(kind == "integer", F.col("int_value"))).alias("int_min"),
         F.max(F.when(kind == "integer", F.col("int_value"))).alias("int_max"),
-        F.min(x).alias("num_min"), F.max(x).alias("num_max"),
-        wsum(numeric, x).alias("num_sum"), wsum(numeric, x * x).alias("num_sumsq"),
+        F.min(x).alias("num_min"),
+        F.max(x).alias("num_max"),
+        wsum(numeric, x).alias("num_sum"),
+        wsum(numeric, x * x).alias("num_sumsq"),
         F.min(F.when(kind == "date", F.col("date_key"))).alias("date_min"),
         F.max(F.when(kind == "date", F.col("date_key"))).alias("date_max"),
-        F.min(F.when(dated, ts_key)).alias("ts_min"), F.max(F.when(dated, ts_key)).alias("ts_max"),
+        F.min(F.when(dated, ts_key)).alias("ts_min"),
+        F.max(F.when(dated, ts_key)).alias("ts_max"),
         F.collect_list(top).alias("top"),
         *[wsum(numeric & (F.col("bin") == b)).alias(f"bin_{b}") for b in range(bins)],
     )
@@ -270,9 +326,12 @@ def column_stats(values: DataFrame, *, k: int = TOP_K, bins: int = HISTOGRAM_BIN
 def sampled_top_values(cells: DataFrame, k: int = TOP_K) -> DataFrame:
     """(table_id, col, rank, value, n): top values of a 1 % row sample, counts scaled up (large tables)."""
 
-    sample = (cells.where(F.abs(F.xxhash64("table_id", "row")) % 100 < SAMPLE_PERCENT)
-              .where(F.col("value").isNotNull() & normalized_token(F.col("value")).isNotNull())
-              .groupBy("table_id", "col", "value").agg((F.count(F.lit(1)) * (100 // SAMPLE_PERCENT)).alias("n")))
+    sample = (
+        cells.where(F.abs(F.xxhash64("table_id", "row")) % 100 < SAMPLE_PERCENT)
+        .where(F.col("value").isNotNull() & normalized_token(F.col("value")).isNotNull())
+        .groupBy("table_id", "col", "value")
+        .agg((F.count(F.lit(1)) * (100 // SAMPLE_PERCENT)).alias("n"))
+    )
     w = Window.partitionBy("table_id", "col").orderBy(F.col("n").desc(), F.col("value").asc())
     return sample.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= k)
 
@@ -283,8 +342,9 @@ def measured_locally(cells: pa.Table, *, k: int = TOP_K, bins: int = HISTOGRAM_B
     measures under the same names, for batches too small to be worth a Spark job."""
     counted = cells.group_by(["table_id", "col", "value"], use_threads=False).aggregate([([], "count_all")])
     by_column: dict[ColumnKey, list[tuple[str | None, int]]] = {}
-    for t, c, v, n in zip(*(counted[name].to_pylist() for name in ("table_id", "col", "value", "count_all")),
-                          strict=True):
+    for t, c, v, n in zip(
+        *(counted[name].to_pylist() for name in ("table_id", "col", "value", "count_all")), strict=True
+    ):
         by_column.setdefault((t, c), []).append((v, n))
     return {key: _column_measures(values, k=k, bins=bins) for key, values in by_column.items()}
 
@@ -367,8 +427,9 @@ def infer_type(stats: dict[str, Any], distinct_count: int) -> TypeDecision:
         return TypeDecision("datetime", (stats["n_date"] + stats["n_datetime"]) / present)
     code_share = stats["n_code"] / present
     uniqueness = distinct_count / present
-    if code_share >= TYPE_SHARE_MIN and (uniqueness >= IDENTIFIER_MIN_UNIQUENESS
-                                         or distinct_count > CATEGORICAL_MAX_DISTINCT):
+    if code_share >= TYPE_SHARE_MIN and (
+        uniqueness >= IDENTIFIER_MIN_UNIQUENESS or distinct_count > CATEGORICAL_MAX_DISTINCT
+    ):
         return TypeDecision("identifier", code_share)
     if distinct_count <= CATEGORICAL_MAX_DISTINCT and uniqueness < IDENTIFIER_MIN_UNIQUENESS:
         return TypeDecision("categorical", 1.0)
@@ -391,8 +452,9 @@ def min_max(stats: dict[str, Any], inferred_type: str) -> tuple[str | None, str 
     return None, None
 
 
-def histogram(stats: dict[str, Any], counts: dict[int, int], bins: int = HISTOGRAM_BINS
-              ) -> tuple[list[float] | None, list[int] | None]:
+def histogram(
+    stats: dict[str, Any], counts: dict[int, int], bins: int = HISTOGRAM_BINS
+) -> tuple[list[float] | None, list[int] | None]:
     lo, hi = stats["num_min"], stats["num_max"]
     if lo is None:
         return None, None
@@ -402,8 +464,14 @@ def histogram(stats: dict[str, Any], counts: dict[int, int], bins: int = HISTOGR
     return [lo + i * step for i in range(bins)] + [float(hi)], [int(counts.get(i, 0)) for i in range(bins)]
 
 
-def profile_row(meta: dict[str, Any], stats: dict[str, Any], top: list[tuple[str, int]], hist: dict[int, int],
-                tokens: tuple[int, int], batch_id: int) -> dict[str, Any]:
+def profile_row(
+    meta: dict[str, Any],
+    stats: dict[str, Any],
+    top: list[tuple[str, int]],
+    hist: dict[int, int],
+    tokens: tuple[int, int],
+    batch_id: int,
+) -> dict[str, Any]:
     """One silver row from the collected measures of a column."""
     large = bool(stats["large"])
     distinct = int(stats["distinct_hll"] if large else stats["distinct_rows"])
@@ -418,21 +486,43 @@ def profile_row(meta: dict[str, Any], stats: dict[str, Any], top: list[tuple[str
         std = math.sqrt(max(stats["num_sumsq"] / n_num - mean * mean, 0.0))
     present, rows = stats["present_count"], stats["row_count"]
     return {
-        **meta, "row_count": rows, "null_count": stats["null_count"], "empty_count": stats["empty_count"],
-        "distinct_count": distinct, "distinct_exact": not large, "distinct_error": HLL_RSD if large else None,
-        "inferred_type": decision.inferred_type, "type_share": decision.type_share,
-        "min_value": lo, "max_value": hi, "length_min": stats["length_min"],
-        "length_mean": stats["length_sum"] / present if present else None, "length_max": stats["length_max"],
-        "top_values": [{"value": v, "count": c} for v, c in top], "top_values_exact": not large,
-        "histogram_edges": edges, "histogram_counts": hcounts, "numeric_mean": mean, "numeric_std": std,
-        "uniqueness": distinct / rows if rows else 0.0, "token_count": tokens[0], "n_tokens": tokens[1],
+        **meta,
+        "row_count": rows,
+        "null_count": stats["null_count"],
+        "empty_count": stats["empty_count"],
+        "distinct_count": distinct,
+        "distinct_exact": not large,
+        "distinct_error": HLL_RSD if large else None,
+        "inferred_type": decision.inferred_type,
+        "type_share": decision.type_share,
+        "min_value": lo,
+        "max_value": hi,
+        "length_min": stats["length_min"],
+        "length_mean": stats["length_sum"] / present if present else None,
+        "length_max": stats["length_max"],
+        "top_values": [{"value": v, "count": c} for v, c in top],
+        "top_values_exact": not large,
+        "histogram_edges": edges,
+        "histogram_counts": hcounts,
+        "numeric_mean": mean,
+        "numeric_std": std,
+        "uniqueness": distinct / rows if rows else 0.0,
+        "token_count": tokens[0],
+        "n_tokens": tokens[1],
         "batch_id": batch_id,
     }
 
 
 # ---------------------------------------------------------------------------------------------- the job
-def profiles(spark: SparkSession, store: LakeStore, settings: Settings, batch: ChangeBatch, *,
-             exact_max_rows: int = EXACT_DISTINCT_MAX_ROWS, driver_max_cells: int = DRIVER_MAX_CELLS) -> pa.Table:
+def profiles(
+    spark: SparkSession,
+    store: LakeStore,
+    settings: Settings,
+    batch: ChangeBatch,
+    *,
+    exact_max_rows: int = EXACT_DISTINCT_MAX_ROWS,
+    driver_max_cells: int = DRIVER_MAX_CELLS,
+) -> pa.Table:
     """The profiles of the batch's added tables, as an Arrow table in PROFILE_SCHEMA. A batch of at
     most `driver_max_cells` cells, none in a large table, is measured in this process from an Arrow
     read (`measured_locally`: small incremental batches skip a Spark job's fixed cost); larger ones
@@ -450,8 +540,10 @@ def profiles(spark: SparkSession, store: LakeStore, settings: Settings, batch: C
         sampled: TopValues = {}
     else:
         stat_rows, sampled = _measured_on_executors(store.read(CELLS, where=where), large_ids)
-    tops = {key: [(t["value"], int(t["n"])) for t in sorted(r["top"], key=lambda t: t["rank"])]
-            for key, r in stat_rows.items()}
+    tops = {
+        key: [(t["value"], int(t["n"])) for t in sorted(r["top"], key=lambda t: t["rank"])]
+        for key, r in stat_rows.items()
+    }
     for key, top in sampled.items():
         tops.setdefault(key, []).extend(top)
     hists = {key: {b: int(r[f"bin_{b}"]) for b in range(HISTOGRAM_BINS)} for key, r in stat_rows.items()}
@@ -464,10 +556,24 @@ def profiles(spark: SparkSession, store: LakeStore, settings: Settings, batch: C
             key = (d["table_id"], pos)
             stat = stat_rows.get(key) or _no_cells(d["n_rows"] or 0)
             column_id = f"{d['table_id']}#{header}"
-            meta = {"table_id": d["table_id"], "bucket": bucket, "column_id": column_id, "header": header,
-                    "position": pos, "portal_type": ptype}
-            rows.append(profile_row(meta, stat, tops.get(key, []), hists.get(key, {}),
-                                    token_counts.get(column_id, (0, 0)), batch.batch_id))
+            meta = {
+                "table_id": d["table_id"],
+                "bucket": bucket,
+                "column_id": column_id,
+                "header": header,
+                "position": pos,
+                "portal_type": ptype,
+            }
+            rows.append(
+                profile_row(
+                    meta,
+                    stat,
+                    tops.get(key, []),
+                    hists.get(key, {}),
+                    token_counts.get(column_id, (0, 0)),
+                    batch.batch_id,
+                )
+            )
     return pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA)
 
 
@@ -476,12 +582,17 @@ def _measured_on_executors(cells: DataFrame, large_ids: list[str]) -> tuple[Meas
 
     cells = cells.select("table_id", "row", "col", "value")
     is_large = F.col("table_id").isin(*large_ids) if large_ids else F.lit(False)
-    exact_counts = (cells.where(~is_large).groupBy("table_id", "col", "value")
-                    .agg(F.count(F.lit(1)).alias("n")).withColumn("large", F.lit(False)))
+    exact_counts = (
+        cells.where(~is_large)
+        .groupBy("table_id", "col", "value")
+        .agg(F.count(F.lit(1)).alias("n"))
+        .withColumn("large", F.lit(False))
+    )
     values = exact_counts
     if large_ids:
-        large_cells = cells.where(is_large).select("table_id", "col", "value", F.lit(1).cast("long").alias("n"),
-                                                   F.lit(True).alias("large"))
+        large_cells = cells.where(is_large).select(
+            "table_id", "col", "value", F.lit(1).cast("long").alias("n"), F.lit(True).alias("large")
+        )
         values = exact_counts.unionByName(large_cells)
     measured = column_stats(classified(values)).collect()
     stat_rows = {(r["table_id"], r["col"]): r.asDict(recursive=True) for r in measured}
@@ -494,11 +605,40 @@ def _measured_on_executors(cells: DataFrame, large_ids: list[str]) -> tuple[Meas
 
 def _no_cells(n_rows: int) -> dict[str, Any]:
     """Measures of a column without any cell (a table with no rows)."""
-    zero = ("row_count", "null_count", "empty_count", "present_count", "distinct_rows", "distinct_hll", "n_boolean",
-            "n_integer", "n_decimal", "n_date", "n_datetime", "n_code", "length_sum", "num_sum", "num_sumsq")
+    zero = (
+        "row_count",
+        "null_count",
+        "empty_count",
+        "present_count",
+        "distinct_rows",
+        "distinct_hll",
+        "n_boolean",
+        "n_integer",
+        "n_decimal",
+        "n_date",
+        "n_datetime",
+        "n_code",
+        "length_sum",
+        "num_sum",
+        "num_sumsq",
+    )
     out: dict[str, Any] = dict.fromkeys(zero, 0)
-    out.update(dict.fromkeys(("length_min", "length_max", "int_min", "int_max", "num_min", "num_max", "date_min",
-                              "date_max", "ts_min", "ts_max")))
+    out.update(
+        dict.fromkeys(
+            (
+                "length_min",
+                "length_max",
+                "int_min",
+                "int_max",
+                "num_min",
+                "num_max",
+                "date_min",
+                "date_max",
+                "ts_min",
+                "ts_max",
+            )
+        )
+    )
     out["large"] = False
     out["row_count"] = out["null_count"] = n_rows
     return out
@@ -509,13 +649,21 @@ def _token_counts(store: LakeStore, batch: ChangeBatch, buckets: list[int]) -> d
 
     if not store.exists(COLUMN_TOKENS):
         return {}
-    t = store.read_arrow(COLUMN_TOKENS, columns=["column_id", "n"],
-                         where={"bucket": buckets, "table_id": list(batch.added)})
+    t = store.read_arrow(
+        COLUMN_TOKENS, columns=["column_id", "n"], where={"bucket": buckets, "table_id": list(batch.added)}
+    )
     if t.num_rows == 0:
         return {}
     g = t.group_by("column_id").aggregate([("n", "count"), ("n", "sum")])
-    return {c: (int(k), int(s)) for c, k, s in zip(g["column_id"].to_pylist(), g["n_count"].to_pylist(),
-                                                    pc.cast(g["n_sum"], pa.int64()).to_pylist(), strict=True)}
+    return {
+        c: (int(k), int(s))
+        for c, k, s in zip(
+            g["column_id"].to_pylist(),
+            g["n_count"].to_pylist(),
+            pc.cast(g["n_sum"], pa.int64()).to_pylist(),
+            strict=True,
+        )
+    }
 
 
 def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> CommitResult:
@@ -527,8 +675,14 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> CommitRe
     buckets = sorted({table_bucket(t, settings.index.cells_buckets) for t in batch.touched})
     result = profiles(spark, store, settings, batch)
     log.info("columns profiled", extra={"n_tables": len(batch.added), "n_columns": result.num_rows})
-    out = store.overwrite_where(COLUMN_PROFILES, result, column="table_id", values=list(batch.touched),
-                                partitions={"bucket": buckets}, partition_by=["bucket"])
+    out = store.overwrite_where(
+        COLUMN_PROFILES,
+        result,
+        column="table_id",
+        values=list(batch.touched),
+        partitions={"bucket": buckets},
+        partition_by=["bucket"],
+    )
     commit(store, PROFILES, base, batch_id=batch.batch_id, kind="update")
     return out
 

@@ -53,7 +53,8 @@ def normalized_token(value: Column) -> Column:
     m_sign = F.regexp_extract(text, r"^([+-]?)([0-9]+)\.0+$", 1)
     m_digits = F.regexp_extract(text, r"^([+-]?)([0-9]+)\.0+$", 2)
     digits = F.when(F.regexp_replace(m_digits, "^0+", "") == "", F.lit("0")).otherwise(
-        F.regexp_replace(m_digits, "^0+", ""))
+        F.regexp_replace(m_digits, "^0+", "")
+    )
     integral = F.when((m_sign == "-") & (digits != "0"), F.concat(F.lit("-"), digits)).otherwise(digits)
     ascii_token = F.when(text.rlike(r"^[+-]?[0-9]+\.0+$"), integral).otherwise(text)
     ascii_token = F.when(ascii_token.isin(*sorted(NULL_LIKES)), F.lit(None)).otherwise(ascii_token)
@@ -64,19 +65,23 @@ def normalized_token(value: Column) -> Column:
 def column_headers_frame(datasets: DataFrame) -> DataFrame:
     """(table_id, col, column_id) from bronze `datasets` (headers are already contract-normalized)."""
 
-    return (datasets.select("table_id", F.posexplode("headers").alias("pos", "header"))
-            .select("table_id", (F.col("pos") + 1).cast("int").alias("col"),
-                    F.concat_ws("#", "table_id", "header").alias("column_id")))
+    return datasets.select("table_id", F.posexplode("headers").alias("pos", "header")).select(
+        "table_id",
+        (F.col("pos") + 1).cast("int").alias("col"),
+        F.concat_ws("#", "table_id", "header").alias("column_id"),
+    )
 
 
 def column_tokens(cells: DataFrame, datasets: DataFrame) -> DataFrame:
     """Cells -> (table_id, bucket, column_id, token, n): distinct tokens and how often each occurs."""
 
     tokens = cells.select("table_id", "bucket", "col", normalized_token(F.col("value")).alias("token"))
-    return (tokens.where(F.col("token").isNotNull())
-            .join(column_headers_frame(datasets), ["table_id", "col"])
-            .groupBy("table_id", "bucket", "column_id", "token")
-            .agg(F.count(F.lit(1)).cast("long").alias("n")))
+    return (
+        tokens.where(F.col("token").isNotNull())
+        .join(column_headers_frame(datasets), ["table_id", "col"])
+        .groupBy("table_id", "bucket", "column_id", "token")
+        .agg(F.count(F.lit(1)).cast("long").alias("n"))
+    )
 
 
 def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> CommitResult:
@@ -90,12 +95,17 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> CommitRe
     cells = store.read(CELLS, where={"bucket": buckets, "table_id": list(batch.added)}) if batch.added else None
     datasets = store.read(DATASETS, where={"table_id": list(batch.added)}) if batch.added else None
     if cells is None or datasets is None:
-
         result = spark.createDataFrame([], from_arrow_schema(TOKENS_SCHEMA))
     else:
         result = column_tokens(cells, datasets)
-    out = store.overwrite_where(COLUMN_TOKENS, result, column="table_id", values=list(batch.touched),
-                                partitions={"bucket": buckets}, partition_by=["bucket"])
+    out = store.overwrite_where(
+        COLUMN_TOKENS,
+        result,
+        column="table_id",
+        values=list(batch.touched),
+        partitions={"bucket": buckets},
+        partition_by=["bucket"],
+    )
     commit(store, TOKENS, base, batch_id=batch.batch_id, kind="update")
     return out
 
@@ -106,8 +116,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _tokens_schema():
 
-    return pa.schema([("table_id", pa.string()), ("bucket", pa.int32()), ("column_id", pa.string()),
-                      ("token", pa.string()), ("n", pa.int64())])
+    return pa.schema(
+        [
+            ("table_id", pa.string()),
+            ("bucket", pa.int32()),
+            ("column_id", pa.string()),
+            ("token", pa.string()),
+            ("n", pa.int64()),
+        ]
+    )
 
 
 TOKENS_SCHEMA = _tokens_schema()

@@ -57,39 +57,61 @@ def publish_tables(session: Session, store: LakeStore, batch: ChangeBatch) -> di
     rows = store.read_arrow(DATASETS, where={"table_id": list(batch.added)}) if batch.added else None
     n_columns = 0
     now = dt.datetime.now(dt.UTC)
-    for r in (rows.to_pylist() if rows is not None else []):
-        session.add(CatalogTable(
-            table_id=r["table_id"], source_name=r["source"] or None, name=r["name"], title=r["title"],
-            format=r["format"], n_rows=r["n_rows"], n_columns=r["n_columns"], content_sha256=r["content_sha256"],
-            source_updated_at=r["source_updated_at"], batch_id=str(batch.batch_id), index_version=batch.batch_id,
-            published_at=now,
-        ))
+    for r in rows.to_pylist() if rows is not None else []:
+        session.add(
+            CatalogTable(
+                table_id=r["table_id"],
+                source_name=r["source"] or None,
+                name=r["name"],
+                title=r["title"],
+                format=r["format"],
+                n_rows=r["n_rows"],
+                n_columns=r["n_columns"],
+                content_sha256=r["content_sha256"],
+                source_updated_at=r["source_updated_at"],
+                batch_id=str(batch.batch_id),
+                index_version=batch.batch_id,
+                published_at=now,
+            )
+        )
         portal_types = r["portal_types"] or [None] * len(r["headers"])
         for pos, (header, ptype) in enumerate(zip(r["headers"], portal_types, strict=False), start=1):
-            session.add(CatalogColumn(column_id=f"{r['table_id']}#{header}", table_id=r["table_id"], position=pos,
-                                      header=header, portal_type=ptype))
+            session.add(
+                CatalogColumn(
+                    column_id=f"{r['table_id']}#{header}",
+                    table_id=r["table_id"],
+                    position=pos,
+                    header=header,
+                    portal_type=ptype,
+                )
+            )
             n_columns += 1
     session.flush()
-    return {"n_tables_removed": len(touched), "n_tables": 0 if rows is None else rows.num_rows,
-            "n_columns": n_columns}
+    return {"n_tables_removed": len(touched), "n_tables": 0 if rows is None else rows.num_rows, "n_columns": n_columns}
 
 
 def batch_publishers() -> list[Publisher]:
     """The publishers of a batch, in order: tables, profiles, keys, each index family, the lists."""
-    return [publish_tables, publish_profiles, publish_keys, *(f.publish for f in pipeline_families()),
-            publish_joinable, publish_unionable]
+    return [
+        publish_tables,
+        publish_profiles,
+        publish_keys,
+        *(f.publish for f in pipeline_families()),
+        publish_joinable,
+        publish_unionable,
+    ]
 
 
-def run(spark: SparkSession | None, settings: Settings, batch: ChangeBatch,
-        publishers: Sequence[Publisher] | None = None) -> dict[str, Any]:
+def run(
+    spark: SparkSession | None, settings: Settings, batch: ChangeBatch, publishers: Sequence[Publisher] | None = None
+) -> dict[str, Any]:
     """Publish `batch`; returns the counts, or `{"skipped": True}` if it was already published."""
     store = at_batch(LakeStore(settings.lake, spark), batch.batch_id)
     engine = open_catalog(settings.catalog_url)
     run_id = f"{APP_ID}-{batch.batch_id}"
     with log_context(batch_id=batch.batch_id), session_scope(engine) as session:
         _lock_publish(session, run_id)
-        done = session.scalar(select(PublishRun).where(PublishRun.run_id == run_id,
-                                                       PublishRun.status == "committed"))
+        done = session.scalar(select(PublishRun).where(PublishRun.run_id == run_id, PublishRun.status == "committed"))
         if done is not None:
             log.info("batch already published")
             return {"skipped": True, **(done.counts or {})}
@@ -97,9 +119,18 @@ def run(spark: SparkSession | None, settings: Settings, batch: ChangeBatch,
         started = dt.datetime.now(dt.UTC)
         for publisher in publishers or batch_publishers():
             counts.update(publisher(session, store, batch))
-        session.merge(PublishRun(run_id=run_id, batch_id=str(batch.batch_id), kind="batch", status="committed",
-                                 started_at=started, finished_at=dt.datetime.now(dt.UTC), counts=counts,
-                                 index_version=batch.batch_id))
+        session.merge(
+            PublishRun(
+                run_id=run_id,
+                batch_id=str(batch.batch_id),
+                kind="batch",
+                status="committed",
+                started_at=started,
+                finished_at=dt.datetime.now(dt.UTC),
+                counts=counts,
+                index_version=batch.batch_id,
+            )
+        )
         faults.checkpoint("publish:batch")
         log.info("batch published", extra=counts)
     return counts
@@ -137,8 +168,9 @@ def _lock_publish(session: Session, run_id: str | None) -> None:
 def published_batch_ids(settings: Settings) -> set[int]:
     engine = open_catalog(settings.catalog_url)
     with session_scope(engine) as session:
-        rows = session.scalars(select(PublishRun.batch_id).where(PublishRun.status == "committed",
-                                                                 PublishRun.kind == "batch"))
+        rows = session.scalars(
+            select(PublishRun.batch_id).where(PublishRun.status == "committed", PublishRun.kind == "batch")
+        )
         return {int(b) for b in rows}
 
 

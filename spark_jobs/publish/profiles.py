@@ -40,15 +40,31 @@ def publish_profiles(session: Session, store: LakeStore, batch: ChangeBatch) -> 
     for chunk in _chunks(list(batch.touched)):
         ids = select(CatalogColumn.column_id).where(CatalogColumn.table_id.in_(chunk))
         session.execute(delete(ColumnProfile).where(ColumnProfile.column_id.in_(ids)))
-    rows = [{
-        "column_id": r["column_id"], "row_count": r["row_count"], "null_count": r["null_count"],
-        "empty_count": r["empty_count"], "distinct_count": r["distinct_count"], "distinct_exact": r["distinct_exact"],
-        "distinct_error": r["distinct_error"], "inferred_type": r["inferred_type"], "type_share": r["type_share"],
-        "portal_type": r["portal_type"], "min_value": r["min_value"], "max_value": r["max_value"],
-        "length_min": r["length_min"], "length_mean": r["length_mean"], "length_max": r["length_max"],
-        "top_values": top_values_json(r), "histogram": histogram_json(r), "uniqueness": r["uniqueness"],
-        "token_count": r["token_count"], "batch_id": str(batch.batch_id),
-    } for r in _silver(store, COLUMN_PROFILES, batch)]
+    rows = [
+        {
+            "column_id": r["column_id"],
+            "row_count": r["row_count"],
+            "null_count": r["null_count"],
+            "empty_count": r["empty_count"],
+            "distinct_count": r["distinct_count"],
+            "distinct_exact": r["distinct_exact"],
+            "distinct_error": r["distinct_error"],
+            "inferred_type": r["inferred_type"],
+            "type_share": r["type_share"],
+            "portal_type": r["portal_type"],
+            "min_value": r["min_value"],
+            "max_value": r["max_value"],
+            "length_min": r["length_min"],
+            "length_mean": r["length_mean"],
+            "length_max": r["length_max"],
+            "top_values": top_values_json(r),
+            "histogram": histogram_json(r),
+            "uniqueness": r["uniqueness"],
+            "token_count": r["token_count"],
+            "batch_id": str(batch.batch_id),
+        }
+        for r in _silver(store, COLUMN_PROFILES, batch)
+    ]
     if rows:
         session.execute(insert(ColumnProfile), rows)
     session.flush()
@@ -59,13 +75,23 @@ def publish_keys(session: Session, store: LakeStore, batch: ChangeBatch) -> dict
     """Keys of the batch's tables (catalog `keys`) and whether each table's search was complete."""
     for chunk in _chunks(list(batch.touched)):
         session.execute(delete(TableKey).where(TableKey.table_id.in_(chunk)))
-    rows = [{"table_id": r["table_id"], "columns": list(r["columns"]), "exact": r["exact"],
-             "uniqueness": r["uniqueness"], "score": r["score"], "batch_id": str(batch.batch_id)}
-            for r in _silver(store, KEYS, batch)]
+    rows = [
+        {
+            "table_id": r["table_id"],
+            "columns": list(r["columns"]),
+            "exact": r["exact"],
+            "uniqueness": r["uniqueness"],
+            "score": r["score"],
+            "batch_id": str(batch.batch_id),
+        }
+        for r in _silver(store, KEYS, batch)
+    ]
     if rows:
         session.execute(insert(TableKey), rows)
-    searches = [{"table_key": text_key(r["table_id"]), "keys_search_complete": r["search_complete"]}
-                for r in _silver(store, KEY_SEARCHES, batch)]
+    searches = [
+        {"table_key": text_key(r["table_id"]), "keys_search_complete": r["search_complete"]}
+        for r in _silver(store, KEY_SEARCHES, batch)
+    ]
     if searches:
         session.execute(update(CatalogTable), searches)
     session.flush()

@@ -39,9 +39,19 @@ def _existing(session: Session, column: Any, ids: Sequence[str]) -> set[str]:
     return out
 
 
-def _replace_lists(session: Session, store: LakeStore, batch: ChangeBatch, *, model: Any, subject: str,
-                   changes: str, gold: str, known: Any, row: Callable[[dict[str, Any]], dict[str, Any]],
-                   name: str) -> dict[str, int]:
+def _replace_lists(
+    session: Session,
+    store: LakeStore,
+    batch: ChangeBatch,
+    *,
+    model: Any,
+    subject: str,
+    changes: str,
+    gold: str,
+    known: Any,
+    row: Callable[[dict[str, Any]], dict[str, Any]],
+    name: str,
+) -> dict[str, int]:
     """Replace the answer lists of the batch's changed subjects (column_id or table_id) by the gold
     rows; rows whose subject is not in the catalog (a table deleted meanwhile) are left out."""
     subjects = _changed(store, changes, subject, batch)
@@ -60,14 +70,33 @@ def _replace_lists(session: Session, store: LakeStore, batch: ChangeBatch, *, mo
 
 
 def publish_joinable(session: Session, store: LakeStore, batch: ChangeBatch) -> dict[str, int]:
-    return _replace_lists(session, store, batch, model=JoinableColumn, subject="column_id", changes=JOINABLE_CHANGES,
-                          gold=JOINABLE, known=CatalogColumn.column_id, row=lambda r: r, name="joinable")
+    return _replace_lists(
+        session,
+        store,
+        batch,
+        model=JoinableColumn,
+        subject="column_id",
+        changes=JOINABLE_CHANGES,
+        gold=JOINABLE,
+        known=CatalogColumn.column_id,
+        row=lambda r: r,
+        name="joinable",
+    )
 
 
 def publish_unionable(session: Session, store: LakeStore, batch: ChangeBatch) -> dict[str, int]:
-    return _replace_lists(session, store, batch, model=UnionableTable, subject="table_id", changes=UNIONABLE_CHANGES,
-                          gold=UNIONABLE, known=CatalogTable.table_id,
-                          row=lambda r: {**r, "alignment": json.loads(r["alignment"])}, name="unionable")
+    return _replace_lists(
+        session,
+        store,
+        batch,
+        model=UnionableTable,
+        subject="table_id",
+        changes=UNIONABLE_CHANGES,
+        gold=UNIONABLE,
+        known=CatalogTable.table_id,
+        row=lambda r: {**r, "alignment": json.loads(r["alignment"])},
+        name="unionable",
+    )
 
 
 def publish_all_relations(session: Session, store: LakeStore) -> dict[str, int]:
@@ -75,9 +104,16 @@ def publish_all_relations(session: Session, store: LakeStore) -> dict[str, int]:
     the caller's transaction."""
     counts: dict[str, int] = {}
     for model, subject, gold, known, row, name in (
-            (JoinableColumn, "column_id", JOINABLE, CatalogColumn.column_id, lambda r: r, "joinable"),
-            (UnionableTable, "table_id", UNIONABLE, CatalogTable.table_id,
-             lambda r: {**r, "alignment": json.loads(r["alignment"])}, "unionable")):
+        (JoinableColumn, "column_id", JOINABLE, CatalogColumn.column_id, lambda r: r, "joinable"),
+        (
+            UnionableTable,
+            "table_id",
+            UNIONABLE,
+            CatalogTable.table_id,
+            lambda r: {**r, "alignment": json.loads(r["alignment"])},
+            "unionable",
+        ),
+    ):
         session.execute(delete(model))
         rows = store.read_arrow(gold).to_pylist() if store.exists(gold) else []
         present = _existing(session, known, sorted({r[subject] for r in rows}))

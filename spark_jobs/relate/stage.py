@@ -25,12 +25,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RELATE = UnitSpec("relate", (joinable.JOINABLE, joinable.JOINABLE_CHANGES, unionable.UNIONABLE,
-                             unionable.UNIONABLE_CHANGES))
+RELATE = UnitSpec(
+    "relate", (joinable.JOINABLE, joinable.JOINABLE_CHANGES, unionable.UNIONABLE, unionable.UNIONABLE_CHANGES)
+)
 
 
-def run(spark: SparkSession, settings: Settings, batch: ChangeBatch, *, full: bool = False,
-        with_unionable: bool = True) -> dict[str, Any]:
+def run(
+    spark: SparkSession, settings: Settings, batch: ChangeBatch, *, full: bool = False, with_unionable: bool = True
+) -> dict[str, Any]:
     """The pipeline's "relate" stage for `batch` (`full`: recompute every list)."""
     store = batch_store(settings.lake, spark, batch.batch_id)
     if applied_batch(store, RELATE) >= batch.batch_id:
@@ -53,8 +55,13 @@ def relate_all(spark: SparkSession, settings: Settings) -> dict[str, Any]:
         return {"skipped": True}
     base = begin(store, RELATE)
     tokens = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token", "n"])
-    lists = joinable.top_k_joinable(tokens, joinable.key_columns(spark, store), k=settings.index.joinable_k,
-                                    max_list=settings.index.joinable_max_list, index_version=version)
+    lists = joinable.top_k_joinable(
+        tokens,
+        joinable.key_columns(spark, store),
+        k=settings.index.joinable_k,
+        max_list=settings.index.joinable_max_list,
+        index_version=version,
+    )
     j = store.overwrite(joinable.JOINABLE, lists.select(*joinable.JOINABLE_SCHEMA.names))
     lists = store.read(joinable.JOINABLE)
     features = unionable.column_features(spark, store, tokens).cache()

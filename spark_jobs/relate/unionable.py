@@ -57,11 +57,19 @@ PROFILES = "column_profiles"  # silver, profiling issue; optional
 METHOD = "tus-bipartite"
 MIN_PAIR_SCORE = 0.3
 
-UNIONABLE_SCHEMA = pa.schema([
-    ("table_id", pa.string()), ("rank", pa.int32()), ("candidate_table_id", pa.string()), ("score", pa.float64()),
-    ("n_aligned", pa.int32()), ("alignment", pa.string()), ("exact", pa.bool_()), ("method", pa.string()),
-    ("index_version", pa.int64()),
-])
+UNIONABLE_SCHEMA = pa.schema(
+    [
+        ("table_id", pa.string()),
+        ("rank", pa.int32()),
+        ("candidate_table_id", pa.string()),
+        ("score", pa.float64()),
+        ("n_aligned", pa.int32()),
+        ("alignment", pa.string()),
+        ("exact", pa.bool_()),
+        ("method", pa.string()),
+        ("index_version", pa.int64()),
+    ]
+)
 CHANGES_SCHEMA = pa.schema([("batch_id", pa.int64()), ("table_id", pa.string())])
 _PAIR_OUT = "table_id string, candidate_table_id string, score double, n_aligned int, alignment string"
 
@@ -138,8 +146,9 @@ SIGNALS: list[ColumnSignal] = [
 ]
 
 
-def column_pair_score(a: dict[str, Any], b: dict[str, Any], overlap: float,
-                      signals: Sequence[ColumnSignal] = SIGNALS) -> tuple[float, dict[str, float]]:
+def column_pair_score(
+    a: dict[str, Any], b: dict[str, Any], overlap: float, signals: Sequence[ColumnSignal] = SIGNALS
+) -> tuple[float, dict[str, float]]:
     """(weighted mean of the signals that apply, {signal: score})."""
     parts: dict[str, float] = {}
     total = weight = 0.0
@@ -153,8 +162,9 @@ def column_pair_score(a: dict[str, Any], b: dict[str, Any], overlap: float,
     return (total / weight if weight else 0.0), parts
 
 
-def align_tables(cols_a: list[dict[str, Any]], cols_b: list[dict[str, Any]],
-                 overlaps: dict[tuple[str, str], float]) -> tuple[float, list[dict[str, Any]]]:
+def align_tables(
+    cols_a: list[dict[str, Any]], cols_b: list[dict[str, Any]], overlaps: dict[tuple[str, str], float]
+) -> tuple[float, list[dict[str, Any]]]:
     """Maximum-weight one-to-one column alignment: (table score, aligned pairs in A's column order)."""
 
     if not cols_a or not cols_b:
@@ -166,10 +176,16 @@ def align_tables(cols_a: list[dict[str, Any]], cols_b: list[dict[str, Any]],
             scores[i, j], parts[i, j] = column_pair_score(a, b, overlaps.get((a["column_id"], b["column_id"]), 0.0))
     rows, cols = linear_sum_assignment(scores, maximize=True)
     aligned = [
-        {"column_id": cols_a[i]["column_id"], "column": cols_a[i]["header"],
-         "candidate_column_id": cols_b[j]["column_id"], "candidate_column": cols_b[j]["header"],
-         "score": round(float(scores[i, j]), 6), "signals": parts[i, j]}
-        for i, j in sorted(zip(rows.tolist(), cols.tolist(), strict=True)) if scores[i, j] >= MIN_PAIR_SCORE
+        {
+            "column_id": cols_a[i]["column_id"],
+            "column": cols_a[i]["header"],
+            "candidate_column_id": cols_b[j]["column_id"],
+            "candidate_column": cols_b[j]["header"],
+            "score": round(float(scores[i, j]), 6),
+            "signals": parts[i, j],
+        }
+        for i, j in sorted(zip(rows.tolist(), cols.tolist(), strict=True))
+        if scores[i, j] >= MIN_PAIR_SCORE
     ]
     total = sum(p["score"] for p in aligned) / max(len(cols_a), len(cols_b))
     return total, aligned
@@ -177,9 +193,17 @@ def align_tables(cols_a: list[dict[str, Any]], cols_b: list[dict[str, Any]],
 
 def _flip(aligned: list[dict[str, Any]], cols_b: list[dict[str, Any]]) -> list[dict[str, Any]]:
     order = {c["column_id"]: i for i, c in enumerate(cols_b)}
-    flipped = [{"column_id": p["candidate_column_id"], "column": p["candidate_column"],
-                "candidate_column_id": p["column_id"], "candidate_column": p["column"], "score": p["score"],
-                "signals": p["signals"]} for p in aligned]
+    flipped = [
+        {
+            "column_id": p["candidate_column_id"],
+            "column": p["candidate_column"],
+            "candidate_column_id": p["column_id"],
+            "candidate_column": p["column"],
+            "score": p["score"],
+            "signals": p["signals"],
+        }
+        for p in aligned
+    ]
     return sorted(flipped, key=lambda p: order[p["column_id"]])
 
 
@@ -196,16 +220,20 @@ def score_table_pairs(pdf: pd.DataFrame) -> pd.DataFrame:
     score, aligned = align_tables(cols_a, cols_b, overlaps)
     if not aligned:
         return pd.DataFrame(columns=out_cols)
-    return pd.DataFrame({
-        "table_id": [ta, tb], "candidate_table_id": [tb, ta], "score": [score, score],
-        "n_aligned": [len(aligned)] * 2,
-        "alignment": [json.dumps(aligned), json.dumps(_flip(aligned, cols_b))],
-    })
+    return pd.DataFrame(
+        {
+            "table_id": [ta, tb],
+            "candidate_table_id": [tb, ta],
+            "score": [score, score],
+            "n_aligned": [len(aligned)] * 2,
+            "alignment": [json.dumps(aligned), json.dumps(_flip(aligned, cols_b))],
+        }
+    )
 
 
 def _side_columns(pdf: pd.DataFrame, side: str) -> list[dict[str, Any]]:
     cols = pdf[[c for c in pdf.columns if c.startswith(side + "_")]].drop_duplicates(side + "_column_id")
-    out = [{k[len(side) + 1:]: (None if _isnan(v) else v) for k, v in rec.items()} for rec in cols.to_dict("records")]
+    out = [{k[len(side) + 1 :]: (None if _isnan(v) else v) for k, v in rec.items()} for rec in cols.to_dict("records")]
     return sorted(out, key=lambda c: c["position"])
 
 
@@ -228,12 +256,20 @@ def column_features(spark: SparkSession, store: LakeStore, tokens: DataFrame) ->
         F.sum(F.when(F.col("x").isNotNull(), F.col("n"))).alias("nx"),
     )
     var = F.greatest(F.col("sxx") / F.col("nx") - F.col("mean") * F.col("mean"), F.lit(0.0))
-    stats = stats.select("column_id", "table_id", "size", (F.col("numeric_share") >= 0.9).alias("numeric"),
-                         "mean", F.sqrt(var).alias("std"))
+    stats = stats.select(
+        "column_id",
+        "table_id",
+        "size",
+        (F.col("numeric_share") >= 0.9).alias("numeric"),
+        "mean",
+        F.sqrt(var).alias("std"),
+    )
     datasets = store.read(DATASETS, columns=["table_id", "headers"])
     headers = datasets.select("table_id", F.posexplode("headers").alias("pos", "header")).select(
-        F.concat_ws("#", "table_id", "header").alias("column_id"), "header",
-        (F.col("pos") + 1).cast("int").alias("position"))
+        F.concat_ws("#", "table_id", "header").alias("column_id"),
+        "header",
+        (F.col("pos") + 1).cast("int").alias("position"),
+    )
     feats = stats.join(headers, "column_id")
     derived = F.when(F.col("numeric"), F.lit("numeric")).otherwise(F.lit("text"))
     if store.exists(PROFILES):
@@ -248,37 +284,55 @@ def candidate_pairs(features: DataFrame, joinable: DataFrame | None, max_list: i
     """Unordered table pairs (table_a < table_b) worth scoring."""
 
     norm = F.lower(F.regexp_replace("header", "[^0-9A-Za-z]+", ""))
-    by_header = (features.select("table_id", norm.alias("h")).where(F.col("h") != "").distinct()
-                 .groupBy("h").agg(F.sort_array(F.collect_set("table_id")).alias("tables"))
-                 .where((F.size("tables") > 1) & (F.size("tables") <= max_list)))
-    header_pairs = (by_header.select("tables", F.explode("tables").alias("table_a"))
-                    .select("table_a", F.explode("tables").alias("table_b")))
+    by_header = (
+        features.select("table_id", norm.alias("h"))
+        .where(F.col("h") != "")
+        .distinct()
+        .groupBy("h")
+        .agg(F.sort_array(F.collect_set("table_id")).alias("tables"))
+        .where((F.size("tables") > 1) & (F.size("tables") <= max_list))
+    )
+    header_pairs = by_header.select("tables", F.explode("tables").alias("table_a")).select(
+        "table_a", F.explode("tables").alias("table_b")
+    )
     pairs = header_pairs
     if joinable is not None:
-        pairs = pairs.unionByName(joinable.select(F.col("table_id").alias("table_a"),
-                                                  F.col("candidate_table_id").alias("table_b")))
+        pairs = pairs.unionByName(
+            joinable.select(F.col("table_id").alias("table_a"), F.col("candidate_table_id").alias("table_b"))
+        )
     a, b = F.least("table_a", "table_b"), F.greatest("table_a", "table_b")
     return pairs.where(F.col("table_a") != F.col("table_b")).select(a.alias("table_a"), b.alias("table_b")).distinct()
 
 
-def unionable_rows(features: DataFrame, pairs: DataFrame, joinable: DataFrame | None, *, k: int,
-                   index_version: int, tables: DataFrame | None = None) -> DataFrame:
+def unionable_rows(
+    features: DataFrame,
+    pairs: DataFrame,
+    joinable: DataFrame | None,
+    *,
+    k: int,
+    index_version: int,
+    tables: DataFrame | None = None,
+) -> DataFrame:
     """Gold rows (UNIONABLE_SCHEMA) for `tables` (all when None), from the candidate `pairs`."""
 
     if tables is not None:
         t = tables.select("table_id")
-        pairs = (pairs.join(F.broadcast(t.withColumnRenamed("table_id", "table_a")), "table_a", "left_semi")
-                 .unionByName(pairs.join(F.broadcast(t.withColumnRenamed("table_id", "table_b")), "table_b",
-                                         "left_semi")).distinct())
+        pairs = (
+            pairs.join(F.broadcast(t.withColumnRenamed("table_id", "table_a")), "table_a", "left_semi")
+            .unionByName(pairs.join(F.broadcast(t.withColumnRenamed("table_id", "table_b")), "table_b", "left_semi"))
+            .distinct()
+        )
     side_cols = ["column_id", "header", "position", "size", "numeric", "mean", "std", "type"]
     fa = features.select(F.col("table_id").alias("table_a"), *[F.col(c).alias("a_" + c) for c in side_cols])
     fb = features.select(F.col("table_id").alias("table_b"), *[F.col(c).alias("b_" + c) for c in side_cols])
     cross = pairs.join(fa, "table_a").join(fb, "table_b")
     if joinable is not None:
-        forward = joinable.select(F.col("column_id").alias("a_column_id"),
-                                  F.col("candidate_column_id").alias("b_column_id"), "overlap")
-        backward = joinable.select(F.col("candidate_column_id").alias("a_column_id"),
-                                   F.col("column_id").alias("b_column_id"), "overlap")
+        forward = joinable.select(
+            F.col("column_id").alias("a_column_id"), F.col("candidate_column_id").alias("b_column_id"), "overlap"
+        )
+        backward = joinable.select(
+            F.col("candidate_column_id").alias("a_column_id"), F.col("column_id").alias("b_column_id"), "overlap"
+        )
         both = forward.unionByName(backward)
         ov = both.groupBy("a_column_id", "b_column_id").agg(F.max("overlap").cast("double").alias("overlap"))
         cross = cross.join(ov, ["a_column_id", "b_column_id"], "left")
@@ -288,16 +342,28 @@ def unionable_rows(features: DataFrame, pairs: DataFrame, joinable: DataFrame | 
     scored = cross.groupBy("table_a", "table_b").applyInPandas(score_table_pairs, schema=_PAIR_OUT)
     if tables is not None:
         scored = scored.join(F.broadcast(tables.select("table_id")), "table_id", "left_semi")
-    ranked = scored.withColumn("rank", F.row_number().over(
-        Window.partitionBy("table_id").orderBy(F.col("score").desc(), F.col("candidate_table_id").asc())))
+    ranked = scored.withColumn(
+        "rank",
+        F.row_number().over(
+            Window.partitionBy("table_id").orderBy(F.col("score").desc(), F.col("candidate_table_id").asc())
+        ),
+    )
     return ranked.where(F.col("rank") <= k).select(
-        "table_id", F.col("rank").cast("int").alias("rank"), "candidate_table_id", "score",
-        F.col("n_aligned").cast("int").alias("n_aligned"), "alignment", F.lit(False).alias("exact"),
-        F.lit(METHOD).alias("method"), F.lit(index_version).cast("long").alias("index_version"))
+        "table_id",
+        F.col("rank").cast("int").alias("rank"),
+        "candidate_table_id",
+        "score",
+        F.col("n_aligned").cast("int").alias("n_aligned"),
+        "alignment",
+        F.lit(False).alias("exact"),
+        F.lit(METHOD).alias("method"),
+        F.lit(index_version).cast("long").alias("index_version"),
+    )
 
 
-def update(spark: SparkSession, store: LakeStore, settings: Settings, batch: ChangeBatch, *,
-           full: bool = False) -> dict[str, Any]:
+def update(
+    spark: SparkSession, store: LakeStore, settings: Settings, batch: ChangeBatch, *, full: bool = False
+) -> dict[str, Any]:
     """Update gold `unionable` for `batch` (after the joinable lists of the same batch). Part of the
     relate unit: `spark_jobs.relate.stage` begins and commits it."""
 
@@ -307,9 +373,15 @@ def update(spark: SparkSession, store: LakeStore, settings: Settings, batch: Cha
         tokens = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token", "n"])
     joinable = store.read(JOINABLE) if store.exists(JOINABLE) else None
     old = store.read(UNIONABLE) if store.exists(UNIONABLE) and not full else None
-    features = (column_features(spark, store, tokens) if store.exists(DATASETS) else
-                spark.createDataFrame([], "column_id string, table_id string, header string, position int, "
-                                          "size long, numeric boolean, mean double, std double, type string"))
+    features = (
+        column_features(spark, store, tokens)
+        if store.exists(DATASETS)
+        else spark.createDataFrame(
+            [],
+            "column_id string, table_id string, header string, position int, "
+            "size long, numeric boolean, mean double, std double, type string",
+        )
+    )
     features = features.cache()
     pairs = candidate_pairs(features, joinable, settings.index.joinable_max_list).cache()
 
@@ -321,20 +393,30 @@ def update(spark: SparkSession, store: LakeStore, settings: Settings, batch: Cha
         touched = list(batch.touched)
         t1 = spark.createDataFrame([(t,) for t in touched], "table_id string")
         if store.exists(JOINABLE_CHANGES):
-            t1 = t1.unionByName(store.read(JOINABLE_CHANGES, where={"batch_id": [batch.batch_id]})
-                                .select("table_id"))
+            t1 = t1.unionByName(store.read(JOINABLE_CHANGES, where={"batch_id": [batch.batch_id]}).select("table_id"))
         t1 = t1.unionByName(old.where(F.col("candidate_table_id").isin(touched)).select("table_id")).distinct()
-        partners = (pairs.join(t1.withColumnRenamed("table_id", "table_a"), "table_a", "left_semi")
-                    .select(F.col("table_b").alias("table_id"))
-                    .unionByName(pairs.join(t1.withColumnRenamed("table_id", "table_b"), "table_b", "left_semi")
-                                 .select(F.col("table_a").alias("table_id"))))
+        partners = (
+            pairs.join(t1.withColumnRenamed("table_id", "table_a"), "table_a", "left_semi")
+            .select(F.col("table_b").alias("table_id"))
+            .unionByName(
+                pairs.join(t1.withColumnRenamed("table_id", "table_b"), "table_b", "left_semi").select(
+                    F.col("table_a").alias("table_id")
+                )
+            )
+        )
         scope = t1.unionByName(partners).distinct()
     store.append(UNIONABLE_CHANGES, scope.select(F.lit(batch.batch_id).cast("long").alias("batch_id"), "table_id"))
     scope = store.read(UNIONABLE_CHANGES, where={"batch_id": [batch.batch_id]}).select("table_id").distinct().cache()
     n_scope = scope.count()
 
-    fresh = unionable_rows(features, pairs, joinable, k=settings.index.unionable_k, index_version=batch.batch_id,
-                           tables=None if old is None else scope)
+    fresh = unionable_rows(
+        features,
+        pairs,
+        joinable,
+        k=settings.index.unionable_k,
+        index_version=batch.batch_id,
+        tables=None if old is None else scope,
+    )
     if old is not None:
         kept = old.join(F.broadcast(scope), "table_id", "left_anti").where(~F.col("table_id").isin(list(batch.touched)))
         fresh = kept.select(*UNIONABLE_SCHEMA.names).unionByName(fresh)

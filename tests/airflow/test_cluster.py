@@ -56,24 +56,61 @@ def standalone_cluster(tmp_path: Path) -> Iterator[tuple[str, int]]:
     import pyspark
 
     spark_home = Path(pyspark.__file__).parent
-    env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYSPARK_PYTHON": sys.executable, "SPARK_LOG_DIR": str(tmp_path / "spark-logs"),
-           "SPARK_WORKER_DIR": str(tmp_path / "spark-work")}
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(spark_home),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOG_DIR": str(tmp_path / "spark-logs"),
+        "SPARK_WORKER_DIR": str(tmp_path / "spark-work"),
+    }
     port, ui, worker_ui = free_port(), free_port(), free_port()
     spark_class = str(spark_home / "bin" / "spark-class")
     logs = tmp_path / "spark-logs"
     logs.mkdir()
     procs: list[subprocess.Popen] = []
     try:
-        procs.append(subprocess.Popen(
-            [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-             "--webui-port", str(ui)], env=env, stdout=(logs / "master.out").open("w"), stderr=subprocess.STDOUT))
+        procs.append(
+            subprocess.Popen(
+                [
+                    spark_class,
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--webui-port",
+                    str(ui),
+                ],
+                env=env,
+                stdout=(logs / "master.out").open("w"),
+                stderr=subprocess.STDOUT,
+            )
+        )
         wait_for(lambda: master_state(ui).get("status") == "ALIVE", "the Spark master")
         master = f"spark://127.0.0.1:{port}"
-        procs.append(subprocess.Popen(
-            [spark_class, "org.apache.spark.deploy.worker.Worker", master, "--host", "127.0.0.1", "--cores", "1",
-             "--memory", "1g", "--webui-port", str(worker_ui), "--work-dir", str(tmp_path / "spark-work")],
-            env=env, stdout=(logs / "worker.out").open("w"), stderr=subprocess.STDOUT))
+        procs.append(
+            subprocess.Popen(
+                [
+                    spark_class,
+                    "org.apache.spark.deploy.worker.Worker",
+                    master,
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    "1",
+                    "--memory",
+                    "1g",
+                    "--webui-port",
+                    str(worker_ui),
+                    "--work-dir",
+                    str(tmp_path / "spark-work"),
+                ],
+                env=env,
+                stdout=(logs / "worker.out").open("w"),
+                stderr=subprocess.STDOUT,
+            )
+        )
         wait_for(lambda: master_state(ui).get("aliveworkers", 0) >= 1, "a Spark worker to register")
         yield master, ui
     finally:
@@ -88,27 +125,53 @@ def standalone_cluster(tmp_path: Path) -> Iterator[tuple[str, int]]:
 
 
 @pytest.mark.timeout(2400)  # six spark-submits (a JVM and executors each) on a shared 2-core machine
-def test_lake_index_submits_stages_to_standalone_cluster(af_settings: Settings, standalone_cluster,  # type: ignore[no-untyped-def]
-                                                         monkeypatch) -> None:
+def test_lake_index_submits_stages_to_standalone_cluster(
+    af_settings: Settings,
+    standalone_cluster,  # type: ignore[no-untyped-def]
+    monkeypatch,
+) -> None:
     master, ui = standalone_cluster
     monkeypatch.setenv("AIRFLOW_CONN_JUNCTURE_SPARK", master)
-    conf = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-            "spark.executor.memory": "512m", "spark.cores.max": "1"}
+    conf = {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.executor.memory": "512m",
+        "spark.cores.max": "1",
+    }
     settings = dataclasses.replace(
-        af_settings, spark=dataclasses.replace(af_settings.spark, driver_memory="1g", conf=conf),
-        airflow=dataclasses.replace(af_settings.airflow, spark_conn_id="juncture_spark"))
+        af_settings,
+        spark=dataclasses.replace(af_settings.spark, driver_memory="1g", conf=conf),
+        airflow=dataclasses.replace(af_settings.airflow, spark_conn_id="juncture_spark"),
+    )
     tables = [
-        ParsedTable("file:cities.csv", ["city", "country"], [["Oslo", "Lima", "Pune"], ["NO", "PE", "IN"]],
-                    source="t", name="cities.csv", format="csv", content_sha256="1"),
-        ParsedTable("file:countries.csv", ["country", "name"], [["NO", "PE"], ["Norway", "Peru"]],
-                    source="t", name="countries.csv", format="csv", content_sha256="2"),
+        ParsedTable(
+            "file:cities.csv",
+            ["city", "country"],
+            [["Oslo", "Lima", "Pune"], ["NO", "PE", "IN"]],
+            source="t",
+            name="cities.csv",
+            format="csv",
+            content_sha256="1",
+        ),
+        ParsedTable(
+            "file:countries.csv",
+            ["country", "name"],
+            [["NO", "PE"], ["Norway", "Peru"]],
+            source="t",
+            name="countries.csv",
+            format="csv",
+            content_sha256="2",
+        ),
     ]
     batch = land_batch(LakeStore(settings.lake), tables, [], n_buckets=settings.index.cells_buckets)
 
     run = airflow_env.run_dag(settings, "lake_index")
 
-    stage_tasks = [t for t in run.tasks if t not in ("land_manual", "pending_batches", "has_work",
-                                                      "rebuild_needed", "trigger_rebuild")]
+    stage_tasks = [
+        t
+        for t in run.tasks
+        if t not in ("land_manual", "pending_batches", "has_work", "rebuild_needed", "trigger_rebuild")
+    ]
     assert stage_tasks and all(run.tasks[t] == "success" for t in stage_tasks), run.tasks
     with session_scope(open_catalog(settings.catalog_url)) as s:
         published = {t.table_id: [c.column for c in lookup.columns(s, t.table_id)] for t in lookup.tables(s)}

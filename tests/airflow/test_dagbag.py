@@ -37,9 +37,11 @@ def test_dagbag_imports_tags_and_retries(af_settings: Settings, monkeypatch) -> 
 
 
 def test_lookup_and_search_never_import_airflow() -> None:
-    code = ("import sys, catalog.lookup, catalog.cli.main, catalog.cli.commands.update; "
-            "bad = sorted(m for m in sys.modules if m == 'airflow' or m.startswith('airflow.')); "
-            "assert not bad, bad[:5]")
+    code = (
+        "import sys, catalog.lookup, catalog.cli.main, catalog.cli.commands.update; "
+        "bad = sorted(m for m in sys.modules if m == 'airflow' or m.startswith('airflow.')); "
+        "assert not bad, bad[:5]"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUNCTURE_", "AIRFLOW"))}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]

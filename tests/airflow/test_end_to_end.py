@@ -37,8 +37,10 @@ def expected(files: dict[str, Path]) -> dict[str, list[str]]:
 def catalog_state(settings: Settings) -> dict[str, tuple[list[str], str | None]]:
     """table_id -> (headers, batch_id) as the catalog publishes them."""
     with session_scope(open_catalog(settings.catalog_url)) as s:
-        return {t.table_id: ([c.column for c in lookup.columns(s, t.table_id)], t.batch_id)
-                for t in lookup.tables(s, limit=1000)}
+        return {
+            t.table_id: ([c.column for c in lookup.columns(s, t.table_id)], t.batch_id)
+            for t in lookup.tables(s, limit=1000)
+        }
 
 
 def write(path: Path, rows: list[list[object]]) -> Path:
@@ -78,11 +80,22 @@ def test_crawl_index_change_and_manual_update(af_settings: Settings, tmp_path: P
     portal.store.add_socrata("aaaa-0002", s2, title="mayors")
     host = urlparse(portal.url).hostname or ""
     sid = {k: socrata_table_id(host, k) for k in ("aaaa-0001", "aaaa-0002", "aaaa-0003")}
-    crawl = dataclasses.replace(af_settings.crawl, timeout_s=5.0, max_retries=2, backoff_base_s=0.01,
-                                backoff_max_s=0.05, requests_per_second=1000.0)
-    settings = dataclasses.replace(af_settings, crawl=crawl, sources=(
-        SourceConfig(name="soc", kind="socrata", url=portal.url), SourceConfig(name="folder", kind="folder",
-                                                                              path=str(folder))))
+    crawl = dataclasses.replace(
+        af_settings.crawl,
+        timeout_s=5.0,
+        max_retries=2,
+        backoff_base_s=0.01,
+        backoff_max_s=0.05,
+        requests_per_second=1000.0,
+    )
+    settings = dataclasses.replace(
+        af_settings,
+        crawl=crawl,
+        sources=(
+            SourceConfig(name="soc", kind="socrata", url=portal.url),
+            SourceConfig(name="folder", kind="folder", path=str(folder)),
+        ),
+    )
 
     # Round 1: lake_crawl (one mapped task per source) lands two batches and emits the asset event;
     # lake_index runs on it and publishes both.
@@ -91,8 +104,11 @@ def test_crawl_index_change_and_manual_update(af_settings: Settings, tmp_path: P
     assert [r.dag_id for r in run1.triggered] == ["lake_index"]
     index = run1.triggered[0]
     assert index.tasks["publish"] == "success" and index.tasks["land_manual"] == "success"
-    want = {**{t: h for t, h in expected({"file:a.csv": a, "file:b.csv": b, "file:sub/c.csv": c}).items()},
-            sid["aaaa-0001"]: portal_headers(s1), sid["aaaa-0002"]: portal_headers(s2)}
+    want = {
+        **{t: h for t, h in expected({"file:a.csv": a, "file:b.csv": b, "file:sub/c.csv": c}).items()},
+        sid["aaaa-0001"]: portal_headers(s1),
+        sid["aaaa-0002"]: portal_headers(s2),
+    }
     state1 = catalog_state(settings)
     assert {t: h for t, (h, _) in state1.items()} == want
 
@@ -108,8 +124,11 @@ def test_crawl_index_change_and_manual_update(af_settings: Settings, tmp_path: P
     portal.store.add_socrata("aaaa-0003", s3, title="languages")
     run2 = airflow_env.run_dag(settings, "lake_crawl")
     assert [r.dag_id for r in run2.triggered] == ["lake_index"]
-    want = {**expected({"file:a.csv": a, "file:b.csv": b, "file:d.csv": d}),
-            sid["aaaa-0001"]: portal_headers(s1b), sid["aaaa-0003"]: portal_headers(s3)}
+    want = {
+        **expected({"file:a.csv": a, "file:b.csv": b, "file:d.csv": d}),
+        sid["aaaa-0001"]: portal_headers(s1b),
+        sid["aaaa-0003"]: portal_headers(s3),
+    }
     state2 = catalog_state(settings)
     assert {t: h for t, (h, _) in state2.items()} == want
     assert state2["file:a.csv"][1] == state1["file:a.csv"][1]

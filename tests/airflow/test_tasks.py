@@ -39,11 +39,15 @@ def test_lake_lock_excludes_a_second_writer_and_names_the_holder(settings: Setti
 
 def test_settings_toml_round_trips(settings: Settings, tmp_path: Path) -> None:
     s = dataclasses.replace(
-        settings, sources=(SourceConfig(name="f", kind="folder", path=str(tmp_path / "f")),
-                           SourceConfig(name="nyc", kind="socrata", url="https://data.example.org", app_token='a"b')),
+        settings,
+        sources=(
+            SourceConfig(name="f", kind="folder", path=str(tmp_path / "f")),
+            SourceConfig(name="nyc", kind="socrata", url="https://data.example.org", app_token='a"b'),
+        ),
         spark=dataclasses.replace(settings.spark, conf={"spark.x": "1"}),
         index=settings.index.with_family("josie", dirty_threshold=0.05, update_engine="spark"),
-        airflow=dataclasses.replace(settings.airflow, spark_conn_id="c", source_connections={"nyc": "conn_nyc"}))
+        airflow=dataclasses.replace(settings.airflow, spark_conn_id="c", source_connections={"nyc": "conn_nyc"}),
+    )
     path = tmp_path / "submitted.toml"
     path.write_text(dag_tasks.settings_toml(s, master="spark://127.0.0.1:7077"))
     loaded = load_settings({}, config_file=path)
@@ -67,8 +71,9 @@ def test_update_conf_validates_before_triggering(settings: Settings, tmp_path: P
 def test_catalog_page_searches_and_shows_a_table(settings: Settings, monkeypatch, airflow_home) -> None:  # type: ignore[no-untyped-def]
     from spark_jobs.orchestration import airflow_runner as airflow_env
 
-    airflow_env.prepare(dataclasses.replace(settings, airflow=dataclasses.replace(settings.airflow,
-                                                                                  home=str(airflow_home))))
+    airflow_env.prepare(
+        dataclasses.replace(settings, airflow=dataclasses.replace(settings.airflow, home=str(airflow_home)))
+    )
     from fastapi.testclient import TestClient
 
     from catalog.db.engine import open_catalog, session_scope
@@ -77,9 +82,20 @@ def test_catalog_page_searches_and_shows_a_table(settings: Settings, monkeypatch
 
     with session_scope(open_catalog(settings.catalog_url)) as s:
         for tid, headers in (("file:cities.csv", ["city", "country"]), ("file:other.csv", ["x"])):
-            s.add(CatalogTable(table_id=tid, name=tid[5:], title=None, source_name="t", format="csv", n_rows=3,
-                               n_columns=len(headers), batch_id="1", index_version=1,
-                               published_at=dt.datetime.now(dt.UTC)))
+            s.add(
+                CatalogTable(
+                    table_id=tid,
+                    name=tid[5:],
+                    title=None,
+                    source_name="t",
+                    format="csv",
+                    n_rows=3,
+                    n_columns=len(headers),
+                    batch_id="1",
+                    index_version=1,
+                    published_at=dt.datetime.now(dt.UTC),
+                )
+            )
             for i, h in enumerate(headers, start=1):
                 s.add(CatalogColumn(column_id=f"{tid}#{h}", table_id=tid, position=i, header=h))
     monkeypatch.setenv("JUNCTURE_CATALOG_URL", settings.catalog_url)

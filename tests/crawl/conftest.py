@@ -16,10 +16,18 @@ from plugins.local_portal import PortalHandle, serve_in_background
 from spark_jobs.lake.store import LakeStore
 from tests.conftest import make_settings
 
-FAST_CRAWL = CrawlSettings(timeout_s=4.0, max_retries=3, backoff_base_s=0.001, backoff_max_s=0.01,
-                           requests_per_second=1000.0, max_download_bytes=16 * 1024 * 1024,
-                           max_cell_bytes=64 * 1024, max_retry_after_s=0.01,
-                           max_decompressed_bytes=16 * 1024 * 1024, page_size=3)
+FAST_CRAWL = CrawlSettings(
+    timeout_s=4.0,
+    max_retries=3,
+    backoff_base_s=0.001,
+    backoff_max_s=0.01,
+    requests_per_second=1000.0,
+    max_download_bytes=16 * 1024 * 1024,
+    max_cell_bytes=64 * 1024,
+    max_retry_after_s=0.01,
+    max_decompressed_bytes=16 * 1024 * 1024,
+    page_size=3,
+)
 
 
 @pytest.fixture
@@ -32,8 +40,10 @@ def portal(tmp_path: Path) -> Iterator[PortalHandle]:
 def crawl_settings(home: Path, portal: PortalHandle | None = None, **crawl: object) -> Settings:
     sources = ()
     if portal is not None:
-        sources = (SourceConfig(name="soc", kind="socrata", url=portal.url),
-                   SourceConfig(name="ck", kind="ckan", url=portal.url))
+        sources = (
+            SourceConfig(name="soc", kind="socrata", url=portal.url),
+            SourceConfig(name="ck", kind="ckan", url=portal.url),
+        )
     return make_settings(home, crawl=dataclasses.replace(FAST_CRAWL, **crawl), sources=sources)
 
 
@@ -56,8 +66,10 @@ def bronze(settings: Settings) -> tuple[list[dict], list[tuple]]:
         return [], []
     ds = [{k: v for k, v in r.items() if k != "landed_at"} for r in store.read_arrow("datasets").to_pylist()]
     cells = store.read_arrow("cells").to_pylist()
-    return (sorted(ds, key=lambda r: r["table_id"]),
-            sorted((c["table_id"], c["bucket"], c["row"], c["col"], c["value"] or "") for c in cells))
+    return (
+        sorted(ds, key=lambda r: r["table_id"]),
+        sorted((c["table_id"], c["bucket"], c["row"], c["col"], c["value"] or "") for c in cells),
+    )
 
 
 def table_cells(settings: Settings, table_id: str) -> set[tuple[int, int, str | None]]:

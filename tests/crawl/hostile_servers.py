@@ -64,7 +64,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(route.body)
             return
         for i in range(len(route.body)):
-            self.wfile.write(route.body[i:i + 1])
+            self.wfile.write(route.body[i : i + 1])
             self.wfile.flush()
             time.sleep(route.trickle_s)
 

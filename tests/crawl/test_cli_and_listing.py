@@ -20,9 +20,9 @@ from tests.crawl.conftest import FAST_CRAWL, csv_bytes
 REPO = Path(__file__).parents[2]
 
 
-def test_cli_crawl_dir_reports_failures_and_exits_0(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str],
-                                                    spark) -> None:  # type: ignore[no-untyped-def]
+def test_cli_crawl_dir_reports_failures_and_exits_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], spark
+) -> None:  # type: ignore[no-untyped-def]
     """(`spark`: the tests' session exists before `index` asks for one, so it is the one reused.)"""
     folder = tmp_path / "folder"
     folder.mkdir()
@@ -46,10 +46,23 @@ def test_cli_crawl_dir_reports_failures_and_exits_0(tmp_path: Path, monkeypatch:
 
 
 def test_portal_serve_command(tmp_path: Path) -> None:
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "juncture"), "portal", "serve", "--port", "0",
-                             "--data", str(tmp_path / "p"), "--seed", "small"],
-                            cwd=REPO, stdout=subprocess.PIPE, text=True,
-                            env={"PATH": "/usr/bin:/bin", "JUNCTURE_HOME": str(tmp_path / "home")})
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "juncture"),
+            "portal",
+            "serve",
+            "--port",
+            "0",
+            "--data",
+            str(tmp_path / "p"),
+            "--seed",
+            "small",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "JUNCTURE_HOME": str(tmp_path / "home")},
+    )
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()

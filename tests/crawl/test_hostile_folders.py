@@ -95,8 +95,12 @@ def _served(settings: Settings) -> Iterator[str]:
         thread.join(timeout=30)
 
 
-def test_hash_and_percent_in_a_name_round_trip_through_every_surface(tmp_path: Path, spark, monkeypatch,  # type: ignore[no-untyped-def]
-                                                                    capsys) -> None:
+def test_hash_and_percent_in_a_name_round_trip_through_every_surface(
+    tmp_path: Path,
+    spark,
+    monkeypatch,  # type: ignore[no-untyped-def]
+    capsys,
+) -> None:
     root = tmp_path / "root"
     root.mkdir()
     name = "q#1 50%.csv"
@@ -157,5 +161,6 @@ def test_folder_files_over_the_size_cap_fail_alone(tmp_path: Path) -> None:
     settings = crawl_settings(tmp_path / "home", max_download_bytes=4096)
     report = run_crawl(settings, folder=str(root))
     assert _ids(settings) == ["file:small.csv"]
-    assert report.failures == [("file:big.csv", f"file of {len(big)} bytes is over the limit of 4096 "
-                                                "(crawl.max_download_bytes)")]
+    assert report.failures == [
+        ("file:big.csv", f"file of {len(big)} bytes is over the limit of 4096 (crawl.max_download_bytes)")
+    ]

@@ -26,23 +26,25 @@ STOLEN = csv_bytes([["stolen"], ["from elsewhere"]])
 
 
 def _settings(home: Path, portal: PortalHandle, *allowed: str) -> Settings:
-    sources = (SourceConfig(name="ck", kind="ckan", url=portal.url, api_key=KEY),
-               SourceConfig(name="soc", kind="socrata", url=portal.url, app_token=TOKEN))
+    sources = (
+        SourceConfig(name="ck", kind="ckan", url=portal.url, api_key=KEY),
+        SourceConfig(name="soc", kind="socrata", url=portal.url, app_token=TOKEN),
+    )
     return make_settings(home, crawl=dataclasses.replace(FAST_CRAWL, allowed_hosts=allowed), sources=sources)
 
 
 def _script(portal: PortalHandle, other_url: str) -> None:
     portal.store.add_ckan("own", [("r1", "CSV", csv_bytes([["a"], ["1"]]))])
-    portal.store.add_ckan("elsewhere", [("r2", "CSV", csv_bytes([["b"], ["2"]]))],
-                          urls={"r2": f"{other_url}/steal.csv"})
+    portal.store.add_ckan(
+        "elsewhere", [("r2", "CSV", csv_bytes([["b"], ["2"]]))], urls={"r2": f"{other_url}/steal.csv"}
+    )
     portal.store.add_ckan("bounce", [("r3", "CSV", csv_bytes([["c"], ["3"]]))])
     portal.add_fault("/download/bounce/r3", "redirect", times=100, location=f"{other_url}/bounced.csv")
     portal.store.add_socrata("abcd-1234", csv_bytes([["d"], ["4"]]))
     portal.add_fault("/api/views/abcd-1234", "redirect", times=100, location=f"{other_url}/token.csv")
 
 
-def test_other_host_gets_no_request_unless_allowed_and_never_a_credential(tmp_path: Path,
-                                                                          portal: PortalHandle) -> None:
+def test_other_host_gets_no_request_unless_allowed_and_never_a_credential(tmp_path: Path, portal: PortalHandle) -> None:
     with recording_server() as other:
         for path in ("/steal.csv", "/bounced.csv", "/token.csv"):
             other.routes[path] = Route(STOLEN)
@@ -78,7 +80,9 @@ def test_credentials_reach_the_portal_itself(tmp_path: Path) -> None:
         with HttpClient(FAST_CRAWL) as client:
             client.download(f"{portal_like.url}/hop", tmp_path, headers={"Authorization": KEY}, policy=policy)
         assert [(r.path, r.headers.get("authorization")) for r in portal_like.received] == [
-            ("/hop", KEY), ("/data.csv", KEY)]
+            ("/hop", KEY),
+            ("/data.csv", KEY),
+        ]
 
 
 def test_a_redirect_loop_ends(tmp_path: Path) -> None:
@@ -92,8 +96,9 @@ def test_a_redirect_loop_ends(tmp_path: Path) -> None:
 
 
 def test_non_public_addresses_are_refused_for_a_public_portal() -> None:
-    public = UrlPolicy("http://93.184.215.14/", ("127.0.0.1", "169.254.169.254", "10.0.0.7", "93.184.215.15",
-                                                 "[::ffff:127.0.0.1]"))
+    public = UrlPolicy(
+        "http://93.184.215.14/", ("127.0.0.1", "169.254.169.254", "10.0.0.7", "93.184.215.15", "[::ffff:127.0.0.1]")
+    )
     assert "non-public address 127.0.0.1" in (public.refusal("http://127.0.0.1:8080/x.csv") or "")
     assert "non-public" in (public.refusal("http://169.254.169.254/latest/meta-data/") or "")
     assert "non-public" in (public.refusal("http://10.0.0.7/x.csv") or "")

@@ -46,8 +46,13 @@ def padded_xlsx(path: Path, rows: list[list[object]], dimension: str = "A1:XFD20
 def peak_rss_mb(code: str) -> tuple[float, str]:
     """Run `code` in a fresh interpreter; its peak resident memory in MB and its last output line."""
     wrapped = code + "\nimport resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
-    done = subprocess.run([sys.executable, "-c", wrapped], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-c", wrapped],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout.strip().splitlines()
     return float(out[-1]), out[-2] if len(out) > 1 else ""
@@ -77,8 +82,10 @@ def test_xlsx_over_the_cell_limit_is_refused_while_streaming(tmp_path: Path) -> 
 def test_a_single_line_of_ten_million_columns_is_refused_in_little_memory(tmp_path: Path) -> None:
     path = tmp_path / "line.csv"
     path.write_bytes(b"a," * 10_000_000 + b"a")  # 20 MB, one line, 10,000,001 columns
-    code = ("from plugins.sources.parsing import ParseError, ParseLimits, parse_file\n"
-            f"try:\n    parse_file({str(path)!r}, 'csv', ParseLimits())\nexcept ParseError as e:\n    print(e.reason)")
+    code = (
+        "from plugins.sources.parsing import ParseError, ParseLimits, parse_file\n"
+        f"try:\n    parse_file({str(path)!r}, 'csv', ParseLimits())\nexcept ParseError as e:\n    print(e.reason)"
+    )
     rss, reason = peak_rss_mb(code)
     assert reason == "the header has more than 16384 columns (crawl.max_columns)"
     assert rss < 400, f"peak RSS {rss:.0f} MB"
@@ -169,10 +176,10 @@ from catalog.core.settings import SourceConfig
 from plugins.local_portal import serve_in_background
 from tests.crawl.conftest import crawl_settings, csv_bytes
 from spark_jobs.crawl.crawl import run_crawl
-portal = serve_in_background(Path({str(tmp_path / 'portal')!r}))
+portal = serve_in_background(Path({str(tmp_path / "portal")!r}))
 portal.store.add_ckan("a-small", [("r", "CSV", csv_bytes([["a"], ["1"]]))])
-portal.store.add_ckan("b-huge", [("r", "JSON", Path({str(tmp_path / 'huge.json')!r}).read_bytes())])
-settings = crawl_settings(Path({str(tmp_path / 'home')!r}), max_json_bytes=1 << 30, max_download_bytes=1 << 30,
+portal.store.add_ckan("b-huge", [("r", "JSON", Path({str(tmp_path / "huge.json")!r}).read_bytes())])
+settings = crawl_settings(Path({str(tmp_path / "home")!r}), max_json_bytes=1 << 30, max_download_bytes=1 << 30,
                           max_decompressed_bytes=1 << 30, max_rows=1 << 30, max_cells=1 << 30)
 settings = dataclasses.replace(settings, sources=(SourceConfig(name="ck", kind="ckan", url=portal.url),))
 import pyarrow, deltalake  # loaded before the cap
@@ -182,7 +189,12 @@ resource.setrlimit(resource.RLIMIT_AS, (int(open('/proc/self/statm').read().spli
 report = run_crawl(settings)
 print(report.new, report.failures)
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == "1 [('ckan:127.0.0.1:b-huge/r', 'MemoryError')]"

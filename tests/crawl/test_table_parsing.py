@@ -20,13 +20,16 @@ def rows_of(path: Path, fmt: str = "csv") -> tuple[list, list[list], list[str]]:
     return p.headers, [list(r) for r in zip(*cols, strict=True)], p.problems
 
 
-@pytest.mark.parametrize(("name", "headers", "rows"), [
-    ("latin1.csv", ["city", "note"], [["Zürich", "café crème"], ["Málaga", "niño"]]),
-    ("utf8_bom.csv", ["name", "value"], [["Åsa", "1"], ["José", "2"]]),
-    ("utf16.csv", ["name", "value"], [["Åsa", "1"], ["東京", "2"]]),
-    ("blank_dup_headers.csv", ["", "name", "name", " "], [["1", "a", "b", "c"], ["2", "d", "e", "f"]]),
-    ("semicolon_tab.tsv", ["k", "v"], [["x", "1"], ["y", "2"]]),
-])
+@pytest.mark.parametrize(
+    ("name", "headers", "rows"),
+    [
+        ("latin1.csv", ["city", "note"], [["Zürich", "café crème"], ["Málaga", "niño"]]),
+        ("utf8_bom.csv", ["name", "value"], [["Åsa", "1"], ["José", "2"]]),
+        ("utf16.csv", ["name", "value"], [["Åsa", "1"], ["東京", "2"]]),
+        ("blank_dup_headers.csv", ["", "name", "name", " "], [["1", "a", "b", "c"], ["2", "d", "e", "f"]]),
+        ("semicolon_tab.tsv", ["k", "v"], [["x", "1"], ["y", "2"]]),
+    ],
+)
 def test_encodings_and_headers(name: str, headers: list, rows: list) -> None:
     got_headers, got_rows, problems = rows_of(CORPUS / name, "tsv" if name.endswith(".tsv") else "csv")
     assert (got_headers, got_rows, problems) == (headers, rows, [])
@@ -57,11 +60,14 @@ def test_json_records() -> None:
     assert rows == [["1", "x", None], ["2.5", None, "true"], ["12", None, None]]
 
 
-@pytest.mark.parametrize(("name", "fmt", "reason"), [
-    ("empty.csv", "csv", "empty file"),
-    ("html_error.csv", "csv", "HTML page"),
-    ("invalid.json", "json", "invalid JSON"),
-])
+@pytest.mark.parametrize(
+    ("name", "fmt", "reason"),
+    [
+        ("empty.csv", "csv", "empty file"),
+        ("html_error.csv", "csv", "HTML page"),
+        ("invalid.json", "json", "invalid JSON"),
+    ],
+)
 def test_failures_have_reasons(name: str, fmt: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         parse_file(str(CORPUS / name), fmt, LIMITS)
@@ -117,18 +123,22 @@ def test_partitioned_delta_keeps_partition_columns(tmp_path: Path) -> None:
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    write_deltalake(str(tmp_path / "t"), pa.table({"k": ["a", "b", "c"], "p": ["x", "y", None], "n": [1, 2, 3]}),
-                    partition_by=["p"])
+    write_deltalake(
+        str(tmp_path / "t"), pa.table({"k": ["a", "b", "c"], "p": ["x", "y", None], "n": [1, 2, 3]}), partition_by=["p"]
+    )
     headers, rows, _ = rows_of(tmp_path / "t", "delta")
     assert headers == ["k", "p", "n"]
     assert sorted(rows, key=str) == sorted([["a", "x", "1"], ["b", "y", "2"], ["c", None, "3"]], key=str)
 
 
-@pytest.mark.parametrize(("text", "written_as"), [
-    ("ville,pays\nSão Paulo,Brésil\nGenève,Suisse\nÅrhus,Danemark\nZürich,Suisse\nMálaga,España\n", "latin-1"),
-    ("miasto,kraj\nŁódź,Polska\nGdańsk,Polska\nŚwiętochłowice,Polska\nKraków,Polska\nWrocław,Polska\n", "cp1250"),
-    ("город,страна\nМосква,Россия\nСанкт-Петербург,Россия\nНовосибирск,Россия\n", "cp1251"),
-])
+@pytest.mark.parametrize(
+    ("text", "written_as"),
+    [
+        ("ville,pays\nSão Paulo,Brésil\nGenève,Suisse\nÅrhus,Danemark\nZürich,Suisse\nMálaga,España\n", "latin-1"),
+        ("miasto,kraj\nŁódź,Polska\nGdańsk,Polska\nŚwiętochłowice,Polska\nKraków,Polska\nWrocław,Polska\n", "cp1250"),
+        ("город,страна\nМосква,Россия\nСанкт-Петербург,Россия\nНовосибирск,Россия\n", "cp1251"),
+    ],
+)
 def test_single_byte_code_pages_read_back_the_text_written(text: str, written_as: str) -> None:
     """A tie between code pages goes to Windows-1252 (a Latin-1 file once read as cp1250 turned
     "São Paulo" into "Săo Paulo"); text that reads worse in it keeps its own code page."""

@@ -25,8 +25,16 @@ HEADERS = ["\u202eevil\u202c", "e\u0301\u0301", "a\u00a0b", "\u200bzero"]
 def _seed(settings: Settings) -> None:
     engine = open_catalog(settings.catalog_url)
     with session_scope(engine) as s:
-        s.add(CatalogTable(table_id=TABLE, name="résumé", n_rows=1, n_columns=len(HEADERS), published_at=NOW,
-                           source_name="folder:/data/\u05e9"))
+        s.add(
+            CatalogTable(
+                table_id=TABLE,
+                name="résumé",
+                n_rows=1,
+                n_columns=len(HEADERS),
+                published_at=NOW,
+                source_name="folder:/data/\u05e9",
+            )
+        )
         for pos, h in enumerate(HEADERS, start=1):
             s.add(CatalogColumn(column_id=f"{TABLE}#{h}", table_id=TABLE, position=pos, header=h))
     engine.dispose()

@@ -27,8 +27,11 @@ NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 
 
 def add_table(session, table_id: str, headers: list[str]) -> None:  # type: ignore[no-untyped-def]
-    session.add(CatalogTable(table_id=table_id, name=table_id.rsplit("/", 1)[-1], n_rows=3,
-                             n_columns=len(headers), published_at=NOW))
+    session.add(
+        CatalogTable(
+            table_id=table_id, name=table_id.rsplit("/", 1)[-1], n_rows=3, n_columns=len(headers), published_at=NOW
+        )
+    )
     for pos, h in enumerate(headers, start=1):
         session.add(CatalogColumn(column_id=f"{table_id}#{h}", table_id=table_id, position=pos, header=h))
 
@@ -62,7 +65,9 @@ def test_lookup_table_and_columns(catalog_engine) -> None:  # type: ignore[no-un
         assert (info.table_id, info.n_columns, info.n_rows) == ("file:lake/b.csv", 2, 3)
         cols = lookup.columns(s, "file:lake/b.csv")
         assert [(c.position, c.column, c.column_id) for c in cols] == [
-            (1, "id", "file:lake/b.csv#id"), (2, "name", "file:lake/b.csv#name")]
+            (1, "id", "file:lake/b.csv#id"),
+            (2, "name", "file:lake/b.csv#name"),
+        ]
         assert [t.table_id for t in lookup.tables(s)] == ["file:lake/a.csv", "file:lake/b.csv"]
         with pytest.raises(UnknownIdError):
             lookup.table(s, "file:missing.csv")
@@ -74,9 +79,22 @@ def test_deleting_a_table_cascades_to_columns_profiles_and_keys(catalog_engine) 
     with session_scope(catalog_engine) as s:
         add_table(s, "file:t.csv", ["id"])
         s.flush()
-        s.add(ColumnProfile(column_id="file:t.csv#id", row_count=3, null_count=0, empty_count=0, distinct_count=3,
-                            distinct_exact=True, inferred_type="integer", type_share=1.0, top_values=[],
-                            histogram=None, uniqueness=1.0, token_count=3))
+        s.add(
+            ColumnProfile(
+                column_id="file:t.csv#id",
+                row_count=3,
+                null_count=0,
+                empty_count=0,
+                distinct_count=3,
+                distinct_exact=True,
+                inferred_type="integer",
+                type_share=1.0,
+                top_values=[],
+                histogram=None,
+                uniqueness=1.0,
+                token_count=3,
+            )
+        )
         s.add(TableKey(table_id="file:t.csv", columns=["id"], exact=True, uniqueness=1.0, score=1.0))
     with session_scope(catalog_engine) as s:
         s.delete(s.get(CatalogTable, text_key("file:t.csv")))
@@ -93,13 +111,23 @@ def test_foreign_keys_are_enforced(catalog_engine) -> None:  # type: ignore[no-u
 
 def test_packed_arrays_round_trip_on_both_databases(catalog_engine) -> None:  # type: ignore[no-untyped-def]
     meta = MetaData()
-    arrays = Table("packed_probe", meta, Column("id", Integer, primary_key=True),
-                   Column("a32", PackedInt32Array), Column("a64", PackedInt64Array))
+    arrays = Table(
+        "packed_probe",
+        meta,
+        Column("id", Integer, primary_key=True),
+        Column("a32", PackedInt32Array),
+        Column("a64", PackedInt64Array),
+    )
     meta.create_all(catalog_engine)
     big = np.array([0, -1, 2**40, -(2**62)], dtype=np.int64)
     with catalog_engine.begin() as conn:
-        conn.execute(insert(arrays), [{"id": 1, "a32": [3, 1, 2**31 - 1, -5], "a64": big},
-                                      {"id": 2, "a32": np.array([], dtype=np.int32), "a64": None}])
+        conn.execute(
+            insert(arrays),
+            [
+                {"id": 1, "a32": [3, 1, 2**31 - 1, -5], "a64": big},
+                {"id": 2, "a32": np.array([], dtype=np.int32), "a64": None},
+            ],
+        )
     with catalog_engine.connect() as conn:
         rows = {r.id: r for r in conn.execute(select(arrays))}
     assert rows[1].a32.tolist() == [3, 1, 2**31 - 1, -5]

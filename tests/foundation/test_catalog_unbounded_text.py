@@ -29,8 +29,10 @@ NOW = dt.datetime(2026, 11, 24, 12, 0, tzinfo=dt.UTC)
 def noise(n: int, seed: int) -> str:
     """n characters no compressor can shrink (PostgreSQL compresses index entries before the limit)."""
     rnd = random.Random(seed)
-    return "".join(chr(rnd.choice([rnd.randrange(0x21, 0x7f), rnd.randrange(0x400, 0x4ff),
-                                   rnd.randrange(0x4e00, 0x9fff)])) for _ in range(n))
+    return "".join(
+        chr(rnd.choice([rnd.randrange(0x21, 0x7F), rnd.randrange(0x400, 0x4FF), rnd.randrange(0x4E00, 0x9FFF)]))
+        for _ in range(n)
+    )
 
 
 def test_upgraded_schema_equals_the_models(catalog_engine: Engine) -> None:
@@ -45,24 +47,72 @@ def test_long_ids_headers_and_stamps_round_trip_and_cascade(catalog_engine: Engi
     header = noise(10_000, 2)
     stamp = "2026-11-24T12:00:00.123456+00:00 (metadata_modified, revision " + "7" * 120 + ")"
     with session_scope(catalog_engine) as s:
-        s.add(CatalogTable(table_id=table_id, name=noise(5000, 3), title=noise(5000, 4), n_rows=1, n_columns=2,
-                           source_name="src:" + noise(3000, 5), format="x" * 100, source_updated_at=stamp,
-                           batch_id="b" * 100, published_at=NOW))
-        s.add(CatalogColumn(column_id=f"{table_id}#{header}", table_id=table_id, position=1, header=header,
-                            portal_type="t" * 500))
+        s.add(
+            CatalogTable(
+                table_id=table_id,
+                name=noise(5000, 3),
+                title=noise(5000, 4),
+                n_rows=1,
+                n_columns=2,
+                source_name="src:" + noise(3000, 5),
+                format="x" * 100,
+                source_updated_at=stamp,
+                batch_id="b" * 100,
+                published_at=NOW,
+            )
+        )
+        s.add(
+            CatalogColumn(
+                column_id=f"{table_id}#{header}", table_id=table_id, position=1, header=header, portal_type="t" * 500
+            )
+        )
         s.add(CatalogColumn(column_id=f"{table_id}#id", table_id=table_id, position=2, header="id"))
         s.flush()
-        s.add(ColumnProfile(column_id=f"{table_id}#{header}", row_count=1, null_count=0, empty_count=0,
-                            distinct_count=1, distinct_exact=True, inferred_type="text", type_share=1.0,
-                            portal_type="t" * 500, min_value=noise(70_000, 6), top_values=[], histogram=None,
-                            uniqueness=1.0, token_count=1))
+        s.add(
+            ColumnProfile(
+                column_id=f"{table_id}#{header}",
+                row_count=1,
+                null_count=0,
+                empty_count=0,
+                distinct_count=1,
+                distinct_exact=True,
+                inferred_type="text",
+                type_share=1.0,
+                portal_type="t" * 500,
+                min_value=noise(70_000, 6),
+                top_values=[],
+                histogram=None,
+                uniqueness=1.0,
+                token_count=1,
+            )
+        )
         s.add(TableKey(table_id=table_id, columns=[header], exact=True, uniqueness=1.0, score=1.0))
-        s.execute(insert(JoinableColumn), [{
-            "column_id": f"{table_id}#{header}", "rank": 1, "table_id": table_id,
-            "candidate_column_id": f"{table_id}#id", "candidate_table_id": table_id, "candidate_header": "id",
-            "overlap": 1, "size": 1, "candidate_size": 1, "containment": 1.0, "candidate_containment": 1.0,
-            "jaccard": 1.0, "est_join_size": 1.0, "is_key": True, "candidate_is_key": True,
-            "direction": "one-to-one", "exact": True, "method": "exact", "index_version": 1}])
+        s.execute(
+            insert(JoinableColumn),
+            [
+                {
+                    "column_id": f"{table_id}#{header}",
+                    "rank": 1,
+                    "table_id": table_id,
+                    "candidate_column_id": f"{table_id}#id",
+                    "candidate_table_id": table_id,
+                    "candidate_header": "id",
+                    "overlap": 1,
+                    "size": 1,
+                    "candidate_size": 1,
+                    "containment": 1.0,
+                    "candidate_containment": 1.0,
+                    "jaccard": 1.0,
+                    "est_join_size": 1.0,
+                    "is_key": True,
+                    "candidate_is_key": True,
+                    "direction": "one-to-one",
+                    "exact": True,
+                    "method": "exact",
+                    "index_version": 1,
+                }
+            ],
+        )
     with catalog_engine.connect() as conn:
         info = lookup.table(conn, table_id)
         assert info.table_id == table_id and info.source_updated_at == stamp
@@ -82,11 +132,23 @@ def test_long_tokens_are_found_exactly_even_when_digests_collide(catalog_engine:
     tokens = [noise(3000, 10 + i) for i in range(3)] + ["short"]
     token_table = josie_models.JosieToken.__table__
     with catalog_engine.begin() as conn:
-        conn.execute(insert(token_table), [{"token": t, "token_id": i, "frequency": 1, "group_id": i}
-                                           for i, t in enumerate(tokens)])
+        conn.execute(
+            insert(token_table),
+            [{"token": t, "token_id": i, "frequency": 1, "group_id": i} for i, t in enumerate(tokens)],
+        )
         # a stored token that shares the digest of tokens[0] but is another string: never a match
-        conn.execute(insert(token_table), [{"token": tokens[0] + "x", "token_key": text_key(tokens[0]),
-                                            "token_id": 9, "frequency": 1, "group_id": 9}])
+        conn.execute(
+            insert(token_table),
+            [
+                {
+                    "token": tokens[0] + "x",
+                    "token_key": text_key(tokens[0]),
+                    "token_id": 9,
+                    "frequency": 1,
+                    "group_id": 9,
+                }
+            ],
+        )
         conn.execute(insert(josie_models.JosieMeta.__table__), [{"key": "index_version", "value": "1"}])
     for cached in (False, True):
         clear_dictionary_cache()
@@ -116,12 +178,25 @@ def test_upgrade_from_0005_keeps_rows_and_keys_them(catalog_url: str) -> None:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "0005_relations")
     with engine.begin() as conn:
-        conn.execute(text("INSERT INTO tables (table_id, name, n_rows, n_columns, index_version, published_at) "
-                          "VALUES ('file:é.csv', 'é', 1, 1, 1, :now)"), {"now": NOW})
-        conn.execute(text("INSERT INTO columns (column_id, table_id, position, header) "
-                          "VALUES ('file:é.csv#ü', 'file:é.csv', 1, 'ü')"))
-        conn.execute(text("INSERT INTO keys (table_id, columns, exact, uniqueness, score) "
-                          "VALUES ('file:é.csv', '[\"ü\"]', true, 1.0, 1.0)"))
+        conn.execute(
+            text(
+                "INSERT INTO tables (table_id, name, n_rows, n_columns, index_version, published_at) "
+                "VALUES ('file:é.csv', 'é', 1, 1, 1, :now)"
+            ),
+            {"now": NOW},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO columns (column_id, table_id, position, header) "
+                "VALUES ('file:é.csv#ü', 'file:é.csv', 1, 'ü')"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO keys (table_id, columns, exact, uniqueness, score) "
+                "VALUES ('file:é.csv', '[\"ü\"]', true, 1.0, 1.0)"
+            )
+        )
         conn.execute(text("INSERT INTO josie_tokens (token, token_id, frequency, group_id) VALUES ('ü', 0, 1, 0)"))
         conn.execute(text("INSERT INTO josie_meta (key, value) VALUES ('index_version', '1')"))
     with engine.begin() as conn:
@@ -129,9 +204,11 @@ def test_upgrade_from_0005_keeps_rows_and_keys_them(catalog_url: str) -> None:
         command.upgrade(cfg, "head")
     with engine.connect() as conn:
         assert conn.execute(select(CatalogTable.table_key, CatalogTable.table_id)).all() == [
-            (text_key("file:é.csv"), "file:é.csv")]
+            (text_key("file:é.csv"), "file:é.csv")
+        ]
         assert conn.execute(select(CatalogColumn.column_key, CatalogColumn.table_key)).all() == [
-            (text_key("file:é.csv#ü"), text_key("file:é.csv"))]
+            (text_key("file:é.csv#ü"), text_key("file:é.csv"))
+        ]
         assert [c.column for c in lookup.columns(conn, "file:é.csv")] == ["ü"]
         assert lookup.keys(conn, "file:é.csv")[0].columns == ["ü"]
         assert [q.token_id for q in DbIndexReader(conn).lookup_tokens(["ü"])] == [0]

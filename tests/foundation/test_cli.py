@@ -28,10 +28,23 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_url: str) -> P
     monkeypatch.setenv("JUNCTURE_CATALOG_URL", catalog_url)
     engine = open_catalog(catalog_url)
     with session_scope(engine) as s:
-        s.add(CatalogTable(table_id="socrata:data.example.org:abcd-1234", name="Trees", n_rows=2, n_columns=1,
-                           published_at=dt.datetime.now(dt.UTC)))
-        s.add(CatalogColumn(column_id="socrata:data.example.org:abcd-1234#species",
-                            table_id="socrata:data.example.org:abcd-1234", position=1, header="species"))
+        s.add(
+            CatalogTable(
+                table_id="socrata:data.example.org:abcd-1234",
+                name="Trees",
+                n_rows=2,
+                n_columns=1,
+                published_at=dt.datetime.now(dt.UTC),
+            )
+        )
+        s.add(
+            CatalogColumn(
+                column_id="socrata:data.example.org:abcd-1234#species",
+                table_id="socrata:data.example.org:abcd-1234",
+                position=1,
+                header="species",
+            )
+        )
     return tmp_path
 
 
@@ -41,17 +54,27 @@ def test_help_lists_every_contract_command() -> None:
         assert f"    {command}" in out
 
 
-@pytest.mark.parametrize("argv", [["search", "semantic", "--values", "-"], ["search", "nary", "--csv", "x.csv",
-                                                                              "--key", "a"]])
-def test_commands_of_later_issues_exit_2_not_available(argv: list[str], home: Path,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "argv", [["search", "semantic", "--values", "-"], ["search", "nary", "--csv", "x.csv", "--key", "a"]]
+)
+def test_commands_of_later_issues_exit_2_not_available(
+    argv: list[str], home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "not available yet" in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("argv", [["lookup"], ["lookup", "bogus", "x"], ["nosuchcommand"], ["lookup", "table"],
-                                  ["search", "join", "--values", "f", "--k", "ten"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["lookup"],
+        ["lookup", "bogus", "x"],
+        ["nosuchcommand"],
+        ["lookup", "table"],
+        ["search", "join", "--values", "f", "--k", "ten"],
+    ],
+)
 def test_bad_arguments_exit_2_with_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(argv)
@@ -70,9 +93,15 @@ def test_lookup_table_json(home: Path, capsys: pytest.CaptureFixture[str]) -> No
 def test_lookup_columns_json_and_text(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lookup", "columns", "socrata:data.example.org:abcd-1234", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc == [{"column_id": "socrata:data.example.org:abcd-1234#species",
-                    "table_id": "socrata:data.example.org:abcd-1234", "column": "species", "position": 1,
-                    "portal_type": None}]
+    assert doc == [
+        {
+            "column_id": "socrata:data.example.org:abcd-1234#species",
+            "table_id": "socrata:data.example.org:abcd-1234",
+            "column": "species",
+            "position": 1,
+            "portal_type": None,
+        }
+    ]
     assert main(["lookup", "columns", "socrata:data.example.org:abcd-1234"]) == 0
     text = capsys.readouterr().out.splitlines()
     assert text[0].split()[:3] == ["column_id", "table_id", "column"] and "species" in text[1]
@@ -91,12 +120,13 @@ def test_bad_settings_exit_2_naming_file_and_key(home: Path, capsys: pytest.Capt
     assert "juncture.toml" in err and "spark.shuffle_partitions" in err
 
 
-def test_verbose_logs_structured_lines(home: Path, capsys: pytest.CaptureFixture[str],
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_verbose_logs_structured_lines(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("JUNCTURE_CATALOG_URL", f"sqlite:///{home / 'fresh.db'}")  # forces a schema upgrade
     assert main(["-v", "lookup", "columns", "file:nope.csv"]) == 2
     err = capsys.readouterr().err
-    assert "level=info logger=catalog.db.engine event=\"catalog schema upgrade\"" in err
+    assert 'level=info logger=catalog.db.engine event="catalog schema upgrade"' in err
 
 
 def test_quiet_and_verbose_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:

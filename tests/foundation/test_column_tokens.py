@@ -13,15 +13,69 @@ from spark_jobs.crawl.land import ParsedTable, land_batch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile import tokens as column_tokens
 
-ALPHABET = [*"aZ09 .+-_/,'", "\t", "\n", "\x0b", "\x1c", "\x1f", "\u00a0", "\u2003", "ß", "İ", "ﬁ", "１", "٣",
-                                    "é", "e\u0301", "Σ", "ς", "😀", "Ⅻ", "\u200b", "\x00", "\u05d0", "\u202e",
-                                    "\u0301", "\ufffd"]
-SPECIAL = ["12.0", "-0.00", "+5.0", "0012.000", "12.50", "NULL", " n/a ", "NaN", "-", "", "  ", "N A", "１２.０",
-           "Straße", "ﬁne", "x\x1cy", "\x1fz\x1f", "İstanbul", "NA", "None", "nan ", "1.0e3",
-           # hostile: NUL anywhere (removed by the contract), RTL text and overrides, combining marks
-           # alone and stacked, and long values (tokens have no length limit)
-           "\x00", "a\x00b", " \x00 12.0\x00", "n\x00/a", "\x00NULL", "שלום \u202eabc", "\u0301\u0301x",
-           "a" * 3000, "X\x00" * 1500, "é" * 2000]
+ALPHABET = [
+    *"aZ09 .+-_/,'",
+    "\t",
+    "\n",
+    "\x0b",
+    "\x1c",
+    "\x1f",
+    "\u00a0",
+    "\u2003",
+    "ß",
+    "İ",
+    "ﬁ",
+    "１",
+    "٣",
+    "é",
+    "e\u0301",
+    "Σ",
+    "ς",
+    "😀",
+    "Ⅻ",
+    "\u200b",
+    "\x00",
+    "\u05d0",
+    "\u202e",
+    "\u0301",
+    "\ufffd",
+]
+SPECIAL = [
+    "12.0",
+    "-0.00",
+    "+5.0",
+    "0012.000",
+    "12.50",
+    "NULL",
+    " n/a ",
+    "NaN",
+    "-",
+    "",
+    "  ",
+    "N A",
+    "１２.０",
+    "Straße",
+    "ﬁne",
+    "x\x1cy",
+    "\x1fz\x1f",
+    "İstanbul",
+    "NA",
+    "None",
+    "nan ",
+    "1.0e3",
+    # hostile: NUL anywhere (removed by the contract), RTL text and overrides, combining marks
+    # alone and stacked, and long values (tokens have no length limit)
+    "\x00",
+    "a\x00b",
+    " \x00 12.0\x00",
+    "n\x00/a",
+    "\x00NULL",
+    "שלום \u202eabc",
+    "\u0301\u0301x",
+    "a" * 3000,
+    "X\x00" * 1500,
+    "é" * 2000,
+]
 
 
 def random_values(n: int, seed: int = 7) -> list[str]:
@@ -38,8 +92,11 @@ def test_spark_normalization_equals_the_python_contract(spark) -> None:  # type:
     values = random_values(3000)
     df = spark.createDataFrame([(i, v) for i, v in enumerate(values)], "i int, value string")
     got = dict(df.select("i", column_tokens.normalized_token(F.col("value")).alias("t")).collect())
-    mismatches = [(values[i], got[i], normalize_token(values[i])) for i in range(len(values))
-                  if got[i] != normalize_token(values[i])]
+    mismatches = [
+        (values[i], got[i], normalize_token(values[i]))
+        for i in range(len(values))
+        if got[i] != normalize_token(values[i])
+    ]
     assert mismatches == []
 
 
@@ -59,8 +116,10 @@ def expected(tables: list[ParsedTable]) -> dict[tuple[str, str], int]:
 
 def actual(store: LakeStore) -> dict[tuple[str, str], int]:
     t = store.read_arrow(column_tokens.COLUMN_TOKENS)
-    return {(c, tok): n for c, tok, n in zip(t["column_id"].to_pylist(), t["token"].to_pylist(),
-                                             t["n"].to_pylist(), strict=True)}
+    return {
+        (c, tok): n
+        for c, tok, n in zip(t["column_id"].to_pylist(), t["token"].to_pylist(), t["n"].to_pylist(), strict=True)
+    }
 
 
 def test_job_tracks_adds_changes_and_deletes(spark, settings: Settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -98,8 +157,11 @@ def test_landed_hostile_cells_give_the_python_tokens(spark, settings: Settings) 
     assert not any("\x00" in c for c in cells if c is not None)
 
 
-def test_spark_submit_entry_point_runs_the_same_job(spark, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                                     monkeypatch) -> None:
+def test_spark_submit_entry_point_runs_the_same_job(
+    spark,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+    monkeypatch,
+) -> None:
     """`main(["--batch-id", N])` (what spark-submit runs) applies the batch like `run` does."""
     import os
 

@@ -16,31 +16,34 @@ from catalog.core.identity import (
 )
 
 
-@pytest.mark.parametrize(("raw", "token"), [
-    ("  New   York ", "new york"),
-    ("STRASSE", "strasse"),
-    ("Straße", "strasse"),  # casefold, not lower
-    ("ｆｕｌｌｗｉｄｔｈ", "fullwidth"),  # NFKC
-    ("a\u00a0b", "a b"),  # NFKC turns NBSP into a space, then collapsed
-    ("12.0", "12"),
-    ("12.00", "12"),
-    ("-0.0", "0"),
-    ("-7.000", "-7"),
-    ("+3.0", "3"),
-    ("007.0", "7"),
-    ("12.50", "12.50"),
-    ("1e3", "1e3"),
-    ("12.", "12."),
-    ("N/A", None),
-    (" null ", None),
-    ("NaN", None),
-    ("-", None),
-    ("", None),
-    ("   ", None),
-    (None, None),
-    ("na", None),
-    ("nan2", "nan2"),
-])
+@pytest.mark.parametrize(
+    ("raw", "token"),
+    [
+        ("  New   York ", "new york"),
+        ("STRASSE", "strasse"),
+        ("Straße", "strasse"),  # casefold, not lower
+        ("ｆｕｌｌｗｉｄｔｈ", "fullwidth"),  # NFKC
+        ("a\u00a0b", "a b"),  # NFKC turns NBSP into a space, then collapsed
+        ("12.0", "12"),
+        ("12.00", "12"),
+        ("-0.0", "0"),
+        ("-7.000", "-7"),
+        ("+3.0", "3"),
+        ("007.0", "7"),
+        ("12.50", "12.50"),
+        ("1e3", "1e3"),
+        ("12.", "12."),
+        ("N/A", None),
+        (" null ", None),
+        ("NaN", None),
+        ("-", None),
+        ("", None),
+        ("   ", None),
+        (None, None),
+        ("na", None),
+        ("nan2", "nan2"),
+    ],
+)
 def test_normalize_token(raw: str | None, token: str | None) -> None:
     assert normalize_token(raw) == token
 
@@ -58,7 +61,14 @@ def test_token_set_is_distinct_and_drops_nulls() -> None:
 
 def test_headers_trimmed_blank_named_and_repeats_numbered() -> None:
     assert column_headers([" id ", "", "name", "name", None, "name", "x"]) == [
-        "id", "column_2", "name", "name~2", "column_5", "name~3", "x"]
+        "id",
+        "column_2",
+        "name",
+        "name~2",
+        "column_5",
+        "name~3",
+        "x",
+    ]
 
 
 def test_repeat_suffix_skips_a_real_header_spelled_like_it() -> None:

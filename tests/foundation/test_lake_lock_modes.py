@@ -29,8 +29,7 @@ def _other_thread_outcome(settings: Settings) -> str:
     return out[0]
 
 
-def test_a_remote_lake_with_a_postgresql_catalog_is_locked_in_postgresql(settings: Settings,
-                                                                          pg_database: str) -> None:
+def test_a_remote_lake_with_a_postgresql_catalog_is_locked_in_postgresql(settings: Settings, pg_database: str) -> None:
     remote = dataclasses.replace(settings, lake="s3://bucket/some/lake", catalog_url=pg_database)
     with lake_lock(remote, "first writer"):
         outcome = _other_thread_outcome(remote)

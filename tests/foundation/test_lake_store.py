@@ -34,8 +34,14 @@ def spark_rows(df) -> list[tuple]:  # type: ignore[no-untyped-def]
 
 def arrow(rows: list[tuple]) -> pa.Table:
     cols = list(zip(*rows, strict=True)) if rows else [[], [], [], []]
-    return pa.table({"table_id": pa.array(cols[0], pa.string()), "row": pa.array(cols[1], pa.int64()),
-                     "bucket": pa.array(cols[2], pa.int32()), "value": pa.array(cols[3], pa.string())})
+    return pa.table(
+        {
+            "table_id": pa.array(cols[0], pa.string()),
+            "row": pa.array(cols[1], pa.int64()),
+            "bucket": pa.array(cols[2], pa.int32()),
+            "value": pa.array(cols[3], pa.string()),
+        }
+    )
 
 
 @pytest.fixture
@@ -63,7 +69,8 @@ def test_append_reads_back_with_spark_deltalake_and_pyarrow(store: LakeStore, sp
     # plain pyarrow over the snapshot's files (the partition column lives in the folder names)
     plain = pq.read_table(table.file_uris())
     assert sorted(zip(plain["table_id"].to_pylist(), plain["row"].to_pylist(), strict=True)) == sorted(
-        (r[0], r[1]) for r in ROWS)
+        (r[0], r[1]) for r in ROWS
+    )
     assert store.partition_columns("cells") == ["bucket"]
 
 
@@ -87,8 +94,9 @@ def test_overwrite_where_replaces_only_the_named_tables_and_partitions(store: La
     store.append("cells", spark.createDataFrame(ROWS, SCHEMA), partition_by=["bucket"])
     files_before = set(DeltaTable(store.uri("cells")).file_uris())
     new = [("t1", 1000, 1, "new"), ("t1", 1001, 1, "new2")]
-    result = store.overwrite_where("cells", spark.createDataFrame(new, SCHEMA), column="table_id", values=["t1"],
-                                   partitions={"bucket": [1]})
+    result = store.overwrite_where(
+        "cells", spark.createDataFrame(new, SCHEMA), column="table_id", values=["t1"], partitions={"bucket": [1]}
+    )
     want = sorted([r for r in ROWS if r[0] != "t1"] + new)
     assert spark_rows(store.read("cells")) == want
     files_after = set(DeltaTable(store.uri("cells")).file_uris())
@@ -225,11 +233,13 @@ KILLED_WRITER = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_writer_killed_between_files_and_commit_leaves_previous_version(  # type: ignore[no-untyped-def]
-        store: LakeStore, spark, tmp_path: Path) -> None:
+    store: LakeStore, spark, tmp_path: Path
+) -> None:
     store.append("cells", spark.createDataFrame(ROWS, SCHEMA), partition_by=["bucket"])
     before = spark_rows(store.read("cells"))
-    proc = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(tmp_path), store.root],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED_WRITER, str(tmp_path), store.root], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     assert "dying before commit" in proc.stdout and "should not happen" not in proc.stdout
     # the dead writer's files are on disk, but no reader sees them
@@ -240,8 +250,9 @@ def test_writer_killed_between_files_and_commit_leaves_previous_version(  # type
     assert rows_of(store.read_arrow("cells")) == before
     # a rerun commits
     new = [("t1", 1000 + i, 1, "new") for i in range(50)]
-    store.overwrite_where("cells", spark.createDataFrame(new, SCHEMA), column="table_id", values=["t1"],
-                          partitions={"bucket": [1]})
+    store.overwrite_where(
+        "cells", spark.createDataFrame(new, SCHEMA), column="table_id", values=["t1"], partitions={"bucket": [1]}
+    )
     assert spark_rows(store.read("cells")) == sorted([r for r in ROWS if r[0] != "t1"] + new)
 
 
@@ -270,8 +281,9 @@ def test_root_with_spaces_and_unicode(tmp_path: Path, spark) -> None:  # type: i
     """delta-rs percent-encodes local file paths; Spark and pyarrow must still find the files."""
     store = LakeStore(str(tmp_path / "my lake ü"), spark)
     store.append("cells", spark.createDataFrame(ROWS, SCHEMA), partition_by=["bucket"])
-    store.overwrite_where("cells", arrow([("t1", 7, 1, "x")]), column="table_id", values=["t1"],
-                          partitions={"bucket": [1]})
+    store.overwrite_where(
+        "cells", arrow([("t1", 7, 1, "x")]), column="table_id", values=["t1"], partitions={"bucket": [1]}
+    )
     want = sorted([r for r in ROWS if r[0] != "t1"] + [("t1", 7, 1, "x")])
     assert spark_rows(store.read("cells")) == want
     assert rows_of(store.read_arrow("cells")) == want

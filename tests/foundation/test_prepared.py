@@ -15,8 +15,14 @@ from catalog.db.engine import make_engine
 from catalog.db.prepared import DriverCursor, PreparedSelect, driver_rows
 
 METADATA = MetaData()
-PAIRS = Table("prepared_test_pairs", METADATA, Column("k", Integer, primary_key=True), Column("a", Integer),
-              Column("b", Integer), Column("label", String(20)))
+PAIRS = Table(
+    "prepared_test_pairs",
+    METADATA,
+    Column("k", Integer, primary_key=True),
+    Column("a", Integer),
+    Column("b", Integer),
+    Column("label", String(20)),
+)
 ROWS = [{"k": k, "a": k * 10, "b": k * 100, "label": f"row {k}"} for k in range(1, 8)]
 
 
@@ -55,11 +61,15 @@ def test_statements_built_on_the_fly_never_run_each_others_sql(pairs: Engine) ->
 def test_driver_reads_equal_sqlalchemys(pairs: Engine) -> None:
     """Named parameters, a value bound in the statement itself, the IN-list shape read in blocks,
     a LIMIT parameter: the driver's rows equal SQLAlchemy's."""
-    by_label = PreparedSelect(select(PAIRS.c.k, PAIRS.c.label)
-                              .where(PAIRS.c.label != "row 5", PAIRS.c.a >= bindparam("low"))
-                              .order_by(PAIRS.c.k).limit(bindparam("n")))
-    in_list = PreparedSelect(select(PAIRS.c.k, PAIRS.c.b).where(PAIRS.c.k.in_([bindparam(f"p{i}") for i in range(4)]))
-                             .order_by(PAIRS.c.k))
+    by_label = PreparedSelect(
+        select(PAIRS.c.k, PAIRS.c.label)
+        .where(PAIRS.c.label != "row 5", PAIRS.c.a >= bindparam("low"))
+        .order_by(PAIRS.c.k)
+        .limit(bindparam("n"))
+    )
+    in_list = PreparedSelect(
+        select(PAIRS.c.k, PAIRS.c.b).where(PAIRS.c.k.in_([bindparam(f"p{i}") for i in range(4)])).order_by(PAIRS.c.k)
+    )
     with pairs.connect() as conn:
         params = {"low": 30, "n": 3}
         expected = [tuple(r) for r in conn.execute(by_label.statement, params)]

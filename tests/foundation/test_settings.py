@@ -26,7 +26,9 @@ def test_defaults_live_under_home(tmp_path: Path) -> None:
 def test_file_values_are_read_and_paths_resolved_against_the_file(tmp_path: Path) -> None:
     conf = tmp_path / "conf"
     conf.mkdir()
-    path = write(conf, """
+    path = write(
+        conf,
+        """
 home = "data"
 [spark]
 master = "spark://10.0.0.1:7077"
@@ -41,7 +43,8 @@ url = "https://data.cityofnewyork.us"
 name = "mylake"
 kind = "folder"
 path = "lake-folder"
-""")
+""",
+    )
     s = load_settings({"JUNCTURE_CONFIG": str(path)}, cwd=tmp_path)
     assert s.home == conf / "data"
     assert s.spark.master == "spark://10.0.0.1:7077"
@@ -53,8 +56,11 @@ path = "lake-folder"
 
 def test_environment_overrides_the_file(tmp_path: Path) -> None:
     write(tmp_path, '[spark]\nmaster = "local[1]"\n')
-    env = {"JUNCTURE_SPARK_MASTER": "local[2]", "JUNCTURE_CATALOG_URL": "postgresql+psycopg://u@h/db",
-           "JUNCTURE_HOME": "elsewhere"}
+    env = {
+        "JUNCTURE_SPARK_MASTER": "local[2]",
+        "JUNCTURE_CATALOG_URL": "postgresql+psycopg://u@h/db",
+        "JUNCTURE_HOME": "elsewhere",
+    }
     s = load_settings(env, cwd=tmp_path)
     assert s.spark.master == "local[2]"
     assert s.catalog_url == "postgresql+psycopg://u@h/db"
@@ -62,19 +68,26 @@ def test_environment_overrides_the_file(tmp_path: Path) -> None:
     assert s.lake == str(tmp_path / "elsewhere" / "lake")
 
 
-@pytest.mark.parametrize(("text", "key", "problem"), [
-    ("colour = 1\n", "colour", "unknown key"),
-    ("[spark]\nmastr = 'x'\n", "spark.mastr", "unknown key"),
-    ("[spark]\nshuffle_partitions = 'many'\n", "spark.shuffle_partitions", "expected an integer"),
-    ("[spark]\nui = 3\n", "spark.ui", "expected true or false"),
-    ("[index]\njoinable_k = -4\n", "index.joinable_k", "must not be negative"),
-    ("log_format = 'xml'\n", "log_format", "must be one of"),
-    ("[[sources]]\nname = 'a'\nkind = 'ftp'\n", "sources[0].kind", "must be one of"),
-    ("[[sources]]\nname = 'a'\nkind = 'socrata'\n", "sources[0].url", "needs a url"),
-    ("[[sources]]\nname = 'a'\nkind = 'folder'\npath = 'x'\n[[sources]]\nname = 'a'\nkind = 'folder'\npath = 'y'\n",
-     "sources[1].name", "duplicate"),
-    ("spark = [", "(syntax)", ""),
-])
+@pytest.mark.parametrize(
+    ("text", "key", "problem"),
+    [
+        ("colour = 1\n", "colour", "unknown key"),
+        ("[spark]\nmastr = 'x'\n", "spark.mastr", "unknown key"),
+        ("[spark]\nshuffle_partitions = 'many'\n", "spark.shuffle_partitions", "expected an integer"),
+        ("[spark]\nui = 3\n", "spark.ui", "expected true or false"),
+        ("[index]\njoinable_k = -4\n", "index.joinable_k", "must not be negative"),
+        ("log_format = 'xml'\n", "log_format", "must be one of"),
+        ("[[sources]]\nname = 'a'\nkind = 'ftp'\n", "sources[0].kind", "must be one of"),
+        ("[[sources]]\nname = 'a'\nkind = 'socrata'\n", "sources[0].url", "needs a url"),
+        (
+            "[[sources]]\nname = 'a'\nkind = 'folder'\npath = 'x'\n"
+            "[[sources]]\nname = 'a'\nkind = 'folder'\npath = 'y'\n",
+            "sources[1].name",
+            "duplicate",
+        ),
+        ("spark = [", "(syntax)", ""),
+    ],
+)
 def test_bad_file_values_name_file_and_key(tmp_path: Path, text: str, key: str, problem: str) -> None:
     path = write(tmp_path, text)
     with pytest.raises(SettingsError) as err:
@@ -111,8 +124,12 @@ def test_each_index_family_reads_its_own_section(tmp_path: Path) -> None:
     path.write_text('[index]\njoinable_k = 7\n\n[index.josie]\ndirty_threshold = 0.05\nupdate_engine = "spark"\n')
     s = load_settings({}, config_file=path)
     josie = s.index.family("josie")
-    assert (s.index.joinable_k, josie.dirty_threshold, josie.update_engine, josie.driver_max_lists) == \
-        (7, 0.05, "spark", 5_000_000)
+    assert (s.index.joinable_k, josie.dirty_threshold, josie.update_engine, josie.driver_max_lists) == (
+        7,
+        0.05,
+        "spark",
+        5_000_000,
+    )
     assert load_settings({}, cwd=tmp_path / "none").index.family("josie").dirty_threshold == 0.2  # defaults
     path.write_text("[index.josie]\nthreshold = 1\n")
     with pytest.raises(SettingsError, match=r"index\.josie\.threshold: unknown key \(known: dirty_threshold"):

@@ -60,8 +60,12 @@ def test_conf_defaults_and_overrides() -> None:
     assert conf["spark.driver.host"] == "127.0.0.1"
     import dataclasses
 
-    custom = dataclasses.replace(settings, spark=dataclasses.replace(
-        settings.spark, master="spark://10.1.1.1:7077", conf={"spark.sql.shuffle.partitions": "64"}))
+    custom = dataclasses.replace(
+        settings,
+        spark=dataclasses.replace(
+            settings.spark, master="spark://10.1.1.1:7077", conf={"spark.sql.shuffle.partitions": "64"}
+        ),
+    )
     conf = spark_conf(custom)
     assert conf["spark.sql.shuffle.partitions"] == "64"
     assert "spark.driver.host" not in conf

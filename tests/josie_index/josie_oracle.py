@@ -41,11 +41,14 @@ class Index:
 
 
 def read_index(store: LakeStore) -> Index:
-    tokens = {r["token_id"]: (r["token"], r["frequency"], r["group_id"])
-              for r in store.read_arrow("josie_tokens").to_pylist()}
+    tokens = {
+        r["token_id"]: (r["token"], r["frequency"], r["group_id"]) for r in store.read_arrow("josie_tokens").to_pylist()
+    }
     sets = {r["set_id"]: r for r in store.read_arrow("josie_sets").to_pylist()}
-    postings = {r["token_id"]: (r["set_ids"], r["positions"], r["sizes"])
-                for r in store.read_arrow("josie_postings").to_pylist()}
+    postings = {
+        r["token_id"]: (r["set_ids"], r["positions"], r["sizes"])
+        for r in store.read_arrow("josie_postings").to_pylist()
+    }
     state = store.read_arrow("josie_state").to_pylist()
     assert len(state) == 1
     return Index(tokens, sets, postings, state[0])
@@ -145,8 +148,9 @@ def random_table(rng: random.Random, table_id: str, vocab: int, lake: Lake) -> d
     return cols
 
 
-def mutate_table(rng: random.Random, table_id: str, cols: dict[str, frozenset[str]], vocab: int,
-                 serial: int) -> dict[str, frozenset[str]]:
+def mutate_table(
+    rng: random.Random, table_id: str, cols: dict[str, frozenset[str]], vocab: int, serial: int
+) -> dict[str, frozenset[str]]:
     """A changed version of a table: token removals, existing tokens inserted mid-set, brand-new
     tokens, a dropped column, a new column, an emptied column."""
     out: dict[str, frozenset[str]] = {}
@@ -173,12 +177,23 @@ def mutate_table(rng: random.Random, table_id: str, cols: dict[str, frozenset[st
 
 def write_column_tokens(store: LakeStore, lake: Lake, touched: list[str], n_buckets: int) -> None:
     """What the tokens stage commits for `touched` tables (rows of the tables still in `lake`)."""
-    rows = [{"table_id": t, "bucket": table_bucket(t, n_buckets), "column_id": cid, "token": tok, "n": 1}
-            for t in touched if t in lake for cid, toks in lake[t].items() for tok in sorted(toks)]
+    rows = [
+        {"table_id": t, "bucket": table_bucket(t, n_buckets), "column_id": cid, "token": tok, "n": 1}
+        for t in touched
+        if t in lake
+        for cid, toks in lake[t].items()
+        for tok in sorted(toks)
+    ]
     data = pa.Table.from_pylist(rows, schema=TOKENS_SCHEMA)
     buckets = sorted({table_bucket(t, n_buckets) for t in touched})
-    store.overwrite_where("column_tokens", data, column="table_id", values=touched,
-                          partitions={"bucket": buckets}, partition_by=["bucket"])
+    store.overwrite_where(
+        "column_tokens",
+        data,
+        column="table_id",
+        values=touched,
+        partitions={"bucket": buckets},
+        partition_by=["bucket"],
+    )
 
 
 def model_sets(lake: Lake) -> dict[str, frozenset[str]]:

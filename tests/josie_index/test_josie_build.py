@@ -49,14 +49,22 @@ def test_build_matches_columns_and_keeps_invariants(spark, settings):  # type: i
 
 def test_hash_collisions_do_not_merge_different_lists(spark, settings):  # type: ignore[no-untyped-def]
     store = LakeStore(settings.lake, spark)
-    lake = {f"file:c{i}.csv": {f"file:c{i}.csv#a": frozenset({f"s{i}", f"p{i % 3}", f"q{i % 2}", "all"}),
-                               f"file:c{i}.csv#b": frozenset({f"s{i}b", f"p{i % 3}"})} for i in range(9)}
+    lake = {
+        f"file:c{i}.csv": {
+            f"file:c{i}.csv#a": frozenset({f"s{i}", f"p{i % 3}", f"q{i % 2}", "all"}),
+            f"file:c{i}.csv#b": frozenset({f"s{i}b", f"p{i % 3}"}),
+        }
+        for i in range(9)
+    }
     write_column_tokens(store, lake, sorted(lake), settings.index.cells_buckets)
     josie_index.build(spark, store, batch_id=1, hash_modulus=1)  # every list hashes to 0
     idx = read_index(store)
     check_invariants(idx, fresh=True, hash_modulus=1)
     n_groups = len({g for _, _, g in idx.tokens.values()})
-    distinct_lists = {tuple(sorted(cid for cid, s in model_sets(lake).items() if tok in s))
-                      for s in model_sets(lake).values() for tok in s}
+    distinct_lists = {
+        tuple(sorted(cid for cid, s in model_sets(lake).items() if tok in s))
+        for s in model_sets(lake).values()
+        for tok in s
+    }
     assert n_groups == len(distinct_lists)
     assert idx.column_sets() == model_sets(lake)

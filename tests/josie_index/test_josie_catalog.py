@@ -48,10 +48,20 @@ def _catalog_index(settings) -> Index:  # type: ignore[no-untyped-def]
     engine = open_catalog(settings.catalog_url)
     with session_scope(engine) as s:
         tokens = {r.token_id: (r.token, r.frequency, r.group_id) for r in s.scalars(select(JosieToken))}
-        sets = {r.set_id: {"set_id": r.set_id, "column_id": r.column_id, "table_id": r.table_id, "size": r.size,
-                           "tokens": np.asarray(r.tokens).tolist()} for r in s.scalars(select(JosieSet))}
-        postings = {r.token_id: (np.asarray(r.set_ids).tolist(), np.asarray(r.positions).tolist(),
-                                 np.asarray(r.sizes).tolist()) for r in s.scalars(select(JosiePosting))}
+        sets = {
+            r.set_id: {
+                "set_id": r.set_id,
+                "column_id": r.column_id,
+                "table_id": r.table_id,
+                "size": r.size,
+                "tokens": np.asarray(r.tokens).tolist(),
+            }
+            for r in s.scalars(select(JosieSet))
+        }
+        postings = {
+            r.token_id: (np.asarray(r.set_ids).tolist(), np.asarray(r.positions).tolist(), np.asarray(r.sizes).tolist())
+            for r in s.scalars(select(JosiePosting))
+        }
         meta = {r.key: r.value for r in s.scalars(select(JosieMeta))}
     engine.dispose()
     return Index(tokens, sets, postings, meta)
@@ -69,8 +79,11 @@ def test_catalog_copy_equals_delta_through_updates_and_rebuild(spark, catalog_se
     settings = catalog_settings
     store = LakeStore(settings.lake, spark)
     tables = {
-        "a": _table("a", ["City", "Code", "Note"], [["Paris", "75", "x"], ["Lyon", "69.0", None],
-                                                    ["Nice", "06", "n/a"], ["paris ", "75", "x"]]),
+        "a": _table(
+            "a",
+            ["City", "Code", "Note"],
+            [["Paris", "75", "x"], ["Lyon", "69.0", None], ["Nice", "06", "n/a"], ["paris ", "75", "x"]],
+        ),
         "b": _table("b", ["city", "id"], [["PARIS", "1"], ["Nice", "2"], ["Lille", "3"]]),
         "c": _table("c", ["v"], [["only"], ["only"]]),
         "d": _table("d", ["city", "empty"], [["Lyon", ""], ["Nice", "null"]]),
@@ -84,8 +97,9 @@ def test_catalog_copy_equals_delta_through_updates_and_rebuild(spark, catalog_se
     _assert_same(_catalog_index(settings), delta)
 
     # a changed table (an existing token added mid-set, a token removed), a new table, a deletion
-    tables["a"] = _table("a", ["City", "Code", "Note"], [["Lille", "75", "y"], ["Lyon", "69", None],
-                                                         ["Nice", "13", None]])
+    tables["a"] = _table(
+        "a", ["City", "Code", "Note"], [["Lille", "75", "y"], ["Lyon", "69", None], ["Nice", "13", None]]
+    )
     tables["e"] = _table("e", ["town"], [["Paris"], ["Marseille"]])
     del tables["c"]
     batch2 = land_batch(store, [tables["a"], tables["e"]], ["file:c.csv"], n_buckets=settings.index.cells_buckets)

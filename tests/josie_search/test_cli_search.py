@@ -50,35 +50,48 @@ def _values_file(tmp: Path, values: list[str]) -> Path:
 
 
 @pytest.mark.parametrize("method", ["josie", "mergelist", "probeset", "brute"])
-def test_json_results_match_brute_force(home: tuple[Path, dict[str, set[str]]], method: str,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_results_match_brute_force(
+    home: tuple[Path, dict[str, set[str]]], method: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     tmp, lake = home
     query = sorted(set().union(*(lake[c] for c in sorted(lake)[:3])))
     path = _values_file(tmp, [v.upper() + "  " for v in query] + ["null", ""])
     assert main(["search", "join", "--values", str(path), "--k", "5", "--method", method, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     expected = brute_force_top_k(lake, set(query), 5)
-    assert doc == [{"table_id": r.table_id, "column": r.column, "column_id": r.column_id, "overlap": r.overlap,
-                    "exact": True} for r in expected]
+    assert doc == [
+        {"table_id": r.table_id, "column": r.column, "column_id": r.column_id, "overlap": r.overlap, "exact": True}
+        for r in expected
+    ]
     assert doc and all(d["overlap"] > 0 for d in doc)
 
 
-def test_exclude_leaves_the_query_column_out(home: tuple[Path, dict[str, set[str]]],
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_exclude_leaves_the_query_column_out(
+    home: tuple[Path, dict[str, set[str]]], capsys: pytest.CaptureFixture[str]
+) -> None:
     tmp, lake = home
     me = max(lake, key=lambda c: len(lake[c]))
     path = _values_file(tmp, sorted(lake[me]))
     assert main(["search", "join", "--values", str(path), "--k", "3", "--exclude", me, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert [d["column_id"] for d in doc] == [r.column_id for r in brute_force_top_k(lake, lake[me], 3,
-                                                                                      exclude_column_id=me)]
+    assert [d["column_id"] for d in doc] == [
+        r.column_id for r in brute_force_top_k(lake, lake[me], 3, exclude_column_id=me)
+    ]
 
 
-@pytest.mark.parametrize("argv", [["--values", "missing.txt"], ["--values", "VALUES", "--k", "0"],
-                                  ["--values", "VALUES", "--k", "-3"], ["--k", "3"],
-                                  ["--values", "VALUES", "--exclude", "file:nope.csv#x"]])
-def test_bad_requests_exit_2_with_one_line(home: tuple[Path, dict[str, set[str]]], argv: list[str],
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--values", "missing.txt"],
+        ["--values", "VALUES", "--k", "0"],
+        ["--values", "VALUES", "--k", "-3"],
+        ["--k", "3"],
+        ["--values", "VALUES", "--exclude", "file:nope.csv#x"],
+    ],
+)
+def test_bad_requests_exit_2_with_one_line(
+    home: tuple[Path, dict[str, set[str]]], argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     tmp, _ = home
     path = _values_file(tmp, ["a"])
     argv = [str(path) if a == "VALUES" else a for a in argv]
@@ -87,8 +100,9 @@ def test_bad_requests_exit_2_with_one_line(home: tuple[Path, dict[str, set[str]]
     assert err.count("\n") == 1 and err.startswith("juncture: ")
 
 
-def test_refit_costs_stores_constants(home: tuple[Path, dict[str, set[str]]],
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_refit_costs_stores_constants(
+    home: tuple[Path, dict[str, set[str]]], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["search", "join", "--refit-costs", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["database"] in ("sqlite", "postgresql") and doc["read_list_b"] >= 0 and doc["read_set_b"] >= 0
@@ -97,16 +111,23 @@ def test_refit_costs_stores_constants(home: tuple[Path, dict[str, set[str]]],
 def test_cli_from_stdin_in_a_subprocess_imports_no_spark_or_airflow(home: tuple[Path, dict[str, set[str]]]) -> None:
     _tmp, lake = home
     query = "\n".join(sorted(lake[sorted(lake)[0]] | {"zzz"}))
-    proc = subprocess.run([sys.executable, "-c", PROBE, "search", "join", "--values", "-", "--k", "3", "--json"],
-                          input=query, capture_output=True, text=True, env=os.environ.copy(), timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, "search", "join", "--values", "-", "--k", "3", "--json"],
+        input=query,
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "HEAVY=\n" in proc.stderr
     doc = json.loads(proc.stdout)
     assert [d["overlap"] for d in doc] == [r.overlap for r in brute_force_top_k(lake, set(query.split("\n")), 3)]
 
 
-def test_other_search_kinds_still_not_available(home: tuple[Path, dict[str, set[str]]],
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_other_search_kinds_still_not_available(
+    home: tuple[Path, dict[str, set[str]]], capsys: pytest.CaptureFixture[str]
+) -> None:
     tmp, _ = home
     path = _values_file(tmp, ["a"])
     assert main(["search", "contain", "--values", str(path), "--threshold", "0.5"]) == 2

@@ -106,8 +106,10 @@ def test_cached_dictionary_is_reused_and_invalidated_by_a_new_index_version(cata
     rng = random.Random(23)
     first = random_lake(rng, n_sets=60, vocab=80)
     # a different lake over the same token names: stale token ids / groups would give wrong overlaps
-    second = {cid: {str((int(t) * 7 + 3) % 80) if t.isdigit() else t for t in toks} | {"fresh"}
-              for cid, toks in random_lake(rng, n_sets=70, vocab=80).items()}
+    second = {
+        cid: {str((int(t) * 7 + 3) % 80) if t.isdigit() else t for t in toks} | {"fresh"}
+        for cid, toks in random_lake(rng, n_sets=70, vocab=80).items()
+    }
     queries = [random_query(rng, first, 80) | {"fresh"} for _ in range(4)]
     _replace_index(catalog_engine, first, version=1)
     clear_dictionary_cache()

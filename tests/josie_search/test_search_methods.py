@@ -68,13 +68,20 @@ def test_every_method_equals_brute_force_on_larger_seeded_lakes(seed: int) -> No
 
 
 def test_results_shape_and_ranking_contract() -> None:
-    lake = {column_id("file:a.csv", "x"): {"1", "2", "3"}, column_id("file:b.csv", "y"): {"1", "2"},
-            column_id("file:c.csv", "z"): {"2", "3"}, column_id("file:d.csv", "w"): {"9"}}
+    lake = {
+        column_id("file:a.csv", "x"): {"1", "2", "3"},
+        column_id("file:b.csv", "y"): {"1", "2"},
+        column_id("file:c.csv", "z"): {"2", "3"},
+        column_id("file:d.csv", "w"): {"9"},
+    }
     index = build_memory_index(lake)
     for method in METHODS:
         res = search_tokens(index, {"1", "2", "3"}, k=10, method=method).results
         assert [(r.column_id, r.overlap) for r in res] == [
-            ("file:a.csv#x", 3), ("file:b.csv#y", 2), ("file:c.csv#z", 2)]  # overlap desc, column_id asc; no 0
+            ("file:a.csv#x", 3),
+            ("file:b.csv#y", 2),
+            ("file:c.csv#z", 2),
+        ]  # overlap desc, column_id asc; no 0
         assert res[0].table_id == "file:a.csv" and res[0].column == "x" and res[0].exact is True
         tie = search_tokens(index, {"1", "2", "3"}, k=2, method=method).results
         assert [r.column_id for r in tie] == ["file:a.csv#x", "file:b.csv#y"]

@@ -16,11 +16,32 @@ from typing import Any
 from catalog.core.identity import column_headers, normalize_token, token_set
 from spark_jobs.crawl.land import ParsedTable
 
-DATE_FORMATS = ("%Y-%m-%d", "%Y/%m/%d", "%Y.%m.%d", "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y", "%d-%m-%Y", "%d %b %Y",
-                "%d %B %Y", "%b %d, %Y", "%B %d, %Y", "%b %d %Y", "%B %d %Y")
-DATETIME_FORMATS = ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M",
-                    "%Y-%m-%dT%H:%M", "%m/%d/%Y %H:%M", "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %I:%M %p",
-                    "%m/%d/%Y %I:%M:%S %p")
+DATE_FORMATS = (
+    "%Y-%m-%d",
+    "%Y/%m/%d",
+    "%Y.%m.%d",
+    "%m/%d/%Y",
+    "%d/%m/%Y",
+    "%d.%m.%Y",
+    "%d-%m-%Y",
+    "%d %b %Y",
+    "%d %B %Y",
+    "%b %d, %Y",
+    "%B %d, %Y",
+    "%b %d %Y",
+    "%B %d %Y",
+)
+DATETIME_FORMATS = (
+    "%Y-%m-%dT%H:%M:%SZ",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%dT%H:%M",
+    "%m/%d/%Y %H:%M",
+    "%m/%d/%Y %H:%M:%S",
+    "%m/%d/%Y %I:%M %p",
+    "%m/%d/%Y %I:%M:%S %p",
+)
 
 
 def parse_any(text: str, formats: Sequence[str]) -> dt.datetime | None:
@@ -64,11 +85,14 @@ def profile(values: Sequence[str | None]) -> dict[str, Any]:
     distinct = len(set(present))
     n = len(present)
     out: dict[str, Any] = {
-        "row_count": len(values), "null_count": sum(v is None for v in values),
+        "row_count": len(values),
+        "null_count": sum(v is None for v in values),
         "empty_count": sum(v is not None and normalize_token(v) is None for v in values),
-        "distinct_count": distinct, "uniqueness": distinct / len(values) if values else 0.0,
+        "distinct_count": distinct,
+        "uniqueness": distinct / len(values) if values else 0.0,
         "token_count": len(token_set(values)),
-        "length_min": min(map(len, texts)) if texts else None, "length_max": max(map(len, texts)) if texts else None,
+        "length_min": min(map(len, texts)) if texts else None,
+        "length_max": max(map(len, texts)) if texts else None,
         "length_mean": sum(map(len, texts)) / n if n else None,
         "top_values": sorted(Counter(present).items(), key=lambda kv: (-kv[1], kv[0]))[:10],
     }
@@ -106,8 +130,9 @@ def profile(values: Sequence[str | None]) -> dict[str, Any]:
         if hi == lo:
             out["histogram_counts"] = [len(nums)]
         else:
-            out["histogram_counts"] = [sum(1 for x in nums if min(math.floor((x - lo) / (hi - lo) * 10), 9) == b)
-                                       for b in range(10)]
+            out["histogram_counts"] = [
+                sum(1 for x in nums if min(math.floor((x - lo) / (hi - lo) * 10), 9) == b) for b in range(10)
+            ]
         mean = sum(nums) / len(nums)
         out["numeric_mean"] = mean
         out["numeric_std"] = math.sqrt(sum((x - mean) ** 2 for x in nums) / len(nums))
@@ -118,8 +143,7 @@ def profile(values: Sequence[str | None]) -> dict[str, Any]:
     elif typ == "datetime":
         moments = [parse_any(s, DATE_FORMATS) or parse_any(s, DATETIME_FORMATS) for s in texts]
         ok = sorted(m for m in moments if m is not None)
-        out["min_value"], out["max_value"] = (ok[0].strftime("%Y-%m-%d %H:%M:%S"),
-                                              ok[-1].strftime("%Y-%m-%d %H:%M:%S"))
+        out["min_value"], out["max_value"] = (ok[0].strftime("%Y-%m-%d %H:%M:%S"), ok[-1].strftime("%Y-%m-%d %H:%M:%S"))
     return out
 
 
@@ -145,8 +169,11 @@ def keys(table: ParsedTable, *, max_size: int = 3) -> set[tuple[tuple[str, ...],
     if n == 0:
         return set()
     profiles = list(table_profiles(table).values())
-    candidates = [i for i, p in enumerate(profiles)
-                  if p["inferred_type"] not in ("decimal", "empty") and p["null_count"] + p["empty_count"] == 0]
+    candidates = [
+        i
+        for i, p in enumerate(profiles)
+        if p["inferred_type"] not in ("decimal", "empty") and p["null_count"] + p["empty_count"] == 0
+    ]
     card = {i: len(set(table.columns[i])) for i in candidates}
     unique: set[tuple[int, ...]] = set()
     out: set[tuple[tuple[str, ...], bool]] = set()

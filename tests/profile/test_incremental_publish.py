@@ -38,8 +38,12 @@ def _publish(spark, settings, batch):  # type: ignore[no-untyped-def]
     return publish_catalog.run(spark, settings, batch, publishers=[publish_tables, publish_profiles, publish_keys])
 
 
-STAGES = [("tokens", column_tokens.run), ("profile", profile_columns.run), ("keys", detect_keys.run),
-          ("publish", _publish)]
+STAGES = [
+    ("tokens", column_tokens.run),
+    ("profile", profile_columns.run),
+    ("keys", detect_keys.run),
+    ("publish", _publish),
+]
 
 
 def a_v1() -> ParsedTable:
@@ -72,9 +76,13 @@ def expected_state(tables: list[ParsedTable]) -> tuple[dict[str, str], set[tuple
     return profiles, keys, {t.table_id for t in tables}
 
 
-def test_batches_replace_only_their_tables_and_publish(spark, catalog_settings: Settings,  # type: ignore[no-untyped-def]
-                                                       tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_batches_replace_only_their_tables_and_publish(
+    spark,
+    catalog_settings: Settings,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     settings = catalog_settings
     store = LakeStore(settings.lake, spark)
     n_buckets = settings.index.cells_buckets
@@ -89,8 +97,9 @@ def test_batches_replace_only_their_tables_and_publish(spark, catalog_settings: 
     assert state == expected_state([a_v2(), c_v1()])
     assert not any(cid.startswith(B) for cid in state[0])
 
-    versions = {n: store.version(n) for n in (profile_columns.COLUMN_PROFILES, detect_keys.KEYS,
-                                               detect_keys.KEY_SEARCHES)}
+    versions = {
+        n: store.version(n) for n in (profile_columns.COLUMN_PROFILES, detect_keys.KEYS, detect_keys.KEY_SEARCHES)
+    }
     again = run_batch(spark, settings, batch2, STAGES)  # re-running a batch changes nothing
     assert again.results["profile"].skipped and again.results["publish"].get("skipped")
     assert {n: store.version(n) for n in versions} == versions
@@ -101,9 +110,15 @@ def test_batches_replace_only_their_tables_and_publish(spark, catalog_settings: 
         prof = lookup.profile(session, f"{A}#n")
         want = oracle.table_profiles(a_v2())[f"{A}#n"]
         assert (prof.row_count, prof.null_count, prof.distinct_count, prof.inferred_type) == (
-            want["row_count"], want["null_count"], want["distinct_count"], want["inferred_type"])
-        assert prof.histogram == {"edges": pytest.approx([10 + 0.3 * i for i in range(11)]),
-                                  "counts": [2, 0, 0, 0, 0, 0, 1, 0, 0, 1]}
+            want["row_count"],
+            want["null_count"],
+            want["distinct_count"],
+            want["inferred_type"],
+        )
+        assert prof.histogram == {
+            "edges": pytest.approx([10 + 0.3 * i for i in range(11)]),
+            "counts": [2, 0, 0, 0, 0, 0, 1, 0, 0, 1],
+        }
         assert prof.top_values == [["10", 2], ["12", 1], ["13", 1]]
         assert [k.columns for k in lookup.keys(session, C)] == [["when"]]  # flag repeats
         assert session.get(CatalogTable, text_key(C)).keys_search_complete is True
@@ -121,14 +136,33 @@ def test_batches_replace_only_their_tables_and_publish(spark, catalog_settings: 
     capsys.readouterr()
     assert main(["lookup", "profile", f"{C}#when", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert {k: doc[k] for k in ("column_id", "column", "row_count", "null_count", "distinct_count",
-                                "inferred_type", "min_value", "max_value")} == {
-        "column_id": f"{C}#when", "column": "when", "row_count": 3, "null_count": 0, "distinct_count": 3,
-        "inferred_type": "date", "min_value": "2013-01-01", "max_value": "2013-01-03"}
+    assert {
+        k: doc[k]
+        for k in (
+            "column_id",
+            "column",
+            "row_count",
+            "null_count",
+            "distinct_count",
+            "inferred_type",
+            "min_value",
+            "max_value",
+        )
+    } == {
+        "column_id": f"{C}#when",
+        "column": "when",
+        "row_count": 3,
+        "null_count": 0,
+        "distinct_count": 3,
+        "inferred_type": "date",
+        "min_value": "2013-01-01",
+        "max_value": "2013-01-03",
+    }
     assert main(["lookup", "keys", C, "--json"]) == 0
     keys = json.loads(capsys.readouterr().out)
     assert [{k: v for k, v in key.items() if k != "score"} for key in keys] == [
-        {"columns": ["when"], "exact": True, "uniqueness": 1.0}]
+        {"columns": ["when"], "exact": True, "uniqueness": 1.0}
+    ]
     assert 0.0 < keys[0]["score"] <= 1.0
     assert main(["lookup", "keys", B, "--json"]) == 2
 

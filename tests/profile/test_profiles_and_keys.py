@@ -88,14 +88,21 @@ def test_profiles_match_the_python_oracle(lake: Lake) -> None:
 def test_types_of_known_columns(lake: Lake) -> None:
     types = {cid: r["inferred_type"] for cid, r in lake.profiles().items()}
     expected = {
-        "file:nycflights13/airports.csv#faa": "identifier", "file:nycflights13/airports.csv#lat": "decimal",
-        "file:nycflights13/planes.csv#tailnum": "identifier", "file:nycflights13/planes.csv#year": "integer",
-        "file:nycflights13/weather.csv#time_hour": "datetime", "file:nycflights13/weather.csv#origin": "categorical",
-        "file:edge/all_null.csv#nothing": "empty", "file:edge/all_null.csv#blanks": "empty",
-        "file:edge/mixed_types.csv#mostly_int": "integer", "file:edge/mixed_types.csv#int_dec": "decimal",
-        "file:edge/mixed_types.csv#flag": "boolean", "file:edge/mixed_types.csv#moment": "datetime",
+        "file:nycflights13/airports.csv#faa": "identifier",
+        "file:nycflights13/airports.csv#lat": "decimal",
+        "file:nycflights13/planes.csv#tailnum": "identifier",
+        "file:nycflights13/planes.csv#year": "integer",
+        "file:nycflights13/weather.csv#time_hour": "datetime",
+        "file:nycflights13/weather.csv#origin": "categorical",
+        "file:edge/all_null.csv#nothing": "empty",
+        "file:edge/all_null.csv#blanks": "empty",
+        "file:edge/mixed_types.csv#mostly_int": "integer",
+        "file:edge/mixed_types.csv#int_dec": "decimal",
+        "file:edge/mixed_types.csv#flag": "boolean",
+        "file:edge/mixed_types.csv#moment": "datetime",
         **{f"file:edge/date_formats.csv#{h}": "date" for h in ("iso", "us", "dots", "day_month", "month_day")},
-        "file:edge/date_formats.csv#iso_time": "datetime", "file:edge/date_formats.csv#us_time": "datetime",
+        "file:edge/date_formats.csv#iso_time": "datetime",
+        "file:edge/date_formats.csv#us_time": "datetime",
     }
     assert {c: types[c] for c in expected} == expected
 
@@ -104,12 +111,20 @@ def test_all_null_and_single_row_edge_cases(lake: Lake) -> None:
     p = lake.profiles()
     nothing = p["file:edge/all_null.csv#nothing"]
     assert (nothing["row_count"], nothing["null_count"], nothing["distinct_count"], nothing["token_count"]) == (
-        10, 10, 0, 0)
+        10,
+        10,
+        0,
+        0,
+    )
     blanks = p["file:edge/all_null.csv#blanks"]
     assert (blanks["null_count"], blanks["empty_count"], blanks["top_values"]) == (2, 8, [])
     single = p["file:edge/single_row.csv#when"]
     assert (single["row_count"], single["min_value"], single["max_value"], single["uniqueness"]) == (
-        1, "2013-01-05", "2013-01-05", 1.0)
+        1,
+        "2013-01-05",
+        "2013-01-05",
+        1.0,
+    )
     assert {tuple(k["columns"]) for k in lake.keys("file:edge/single_row.csv")} == {("name",), ("n",), ("when",)}
 
 
@@ -174,8 +189,11 @@ def test_minimal_keys_match_brute_force_on_random_tables(seed: int) -> None:
     cards = [rnd.choice([1, 2, 3, 5, 8, 40]) for _ in range(n_cols)]
     rows = [[str(rnd.randrange(c)) for c in cards] for _ in range(n_rows)]
     headers = [f"c{j}" for j in range(n_cols)]
-    t = lakes.table("file:random.csv", headers, rows) if rows else ParsedTable("file:random.csv", headers,
-                                                                               [[] for _ in headers])
+    t = (
+        lakes.table("file:random.csv", headers, rows)
+        if rows
+        else ParsedTable("file:random.csv", headers, [[] for _ in headers])
+    )
     want = set()
     unique: set[tuple[int, ...]] = set()
     for size in (1, 2, 3):  # plain enumeration, no pruning at all
@@ -210,12 +228,42 @@ def test_wide_table_search_prunes() -> None:
     assert search.n_checked < 5_000  # of ~550,000 pairs and triples, pigeonhole and Apriori pruning skip most
 
 
-@pytest.mark.parametrize("text", ["2013-01-05", "1/5/2013", "5/1/2013", "13/5/2013", "05.01.2013", "5-1-2013",
-                                  "2013/1/5", "5 Jan 2013", "5 january 2013", "Jan 5, 2013", "September 9 2001",
-                                  "2012-02-29", "2013-02-29", "2100-02-29", "2000-02-29", "0000-01-01", "31.04.2013",
-                                  "2013-01-05T06:00:00Z", "2013-01-05 06:00", "1/5/2013 1:30 PM", "1/5/2013 0:30 AM",
-                                  "1/5/2013 23:59:59", "2013-01-05T24:00:00", "12", "12.5", "-1e3", "true", "N",
-                                  "hello", "N10156", "  7 "])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2013-01-05",
+        "1/5/2013",
+        "5/1/2013",
+        "13/5/2013",
+        "05.01.2013",
+        "5-1-2013",
+        "2013/1/5",
+        "5 Jan 2013",
+        "5 january 2013",
+        "Jan 5, 2013",
+        "September 9 2001",
+        "2012-02-29",
+        "2013-02-29",
+        "2100-02-29",
+        "2000-02-29",
+        "0000-01-01",
+        "31.04.2013",
+        "2013-01-05T06:00:00Z",
+        "2013-01-05 06:00",
+        "1/5/2013 1:30 PM",
+        "1/5/2013 0:30 AM",
+        "1/5/2013 23:59:59",
+        "2013-01-05T24:00:00",
+        "12",
+        "12.5",
+        "-1e3",
+        "true",
+        "N",
+        "hello",
+        "N10156",
+        "  7 ",
+    ],
+)
 def test_value_kinds_match_strptime(text: str) -> None:
     state, kind, length, *_ = value_facts(text)
     assert state == "present" and length == len(text.strip())
@@ -239,8 +287,10 @@ def test_large_tables_get_estimated_distinct_counts(spark, lake: Lake) -> None: 
     for r in rows:
         want = exact[r["column_id"]]
         assert not r["distinct_exact"] and r["distinct_error"] == profile_columns.HLL_RSD
-        assert abs(r["distinct_count"] - want["distinct_count"]) <= 4 * profile_columns.HLL_RSD * want[
-            "distinct_count"] + 1
+        assert (
+            abs(r["distinct_count"] - want["distinct_count"])
+            <= 4 * profile_columns.HLL_RSD * want["distinct_count"] + 1
+        )
         for field in ("row_count", "null_count", "empty_count", "min_value", "max_value", "length_min", "length_max"):
             assert r[field] == want[field], (r["column_id"], field)
         assert r["top_values_exact"] is False and len(r["top_values"]) <= profile_columns.TOP_K
@@ -262,8 +312,14 @@ def test_executor_and_driver_profiles_agree(spark, lake: Lake) -> None:  # type:
     by_driver = {r["column_id"]: r for r in driver.to_pylist()}
     on_executors = profile_columns.profiles(spark, lake.store, lake.settings, batch, driver_max_cells=0).to_pylist()
     assert len(on_executors) == len(by_driver) == len(lake.profiles())
-    mismatches = {r["column_id"]: [(f, v, by_driver[r["column_id"]][f]) for f, v in r.items()
-                                   if not _same_field(v, by_driver[r["column_id"]][f])] for r in on_executors}
+    mismatches = {
+        r["column_id"]: [
+            (f, v, by_driver[r["column_id"]][f])
+            for f, v in r.items()
+            if not _same_field(v, by_driver[r["column_id"]][f])
+        ]
+        for r in on_executors
+    }
     assert {c: m for c, m in mismatches.items() if m} == {}
 
 

@@ -23,14 +23,17 @@ from spark_jobs.lake.store import LakeStore
 from tests.registry.toy.models import ToyColumn
 
 TOY = registry.FamilyEntry(
-    "toy", search="tests.registry.toy.search:FAMILY", pipeline="tests.registry.toy.pipeline:FAMILY",
-    settings="tests.registry.toy.settings:ToySettings", migrations="tests.registry.toy.migrations",
-    migration_head="toy_0001")
+    "toy",
+    search="tests.registry.toy.search:FAMILY",
+    pipeline="tests.registry.toy.pipeline:FAMILY",
+    settings="tests.registry.toy.settings:ToySettings",
+    migrations="tests.registry.toy.migrations",
+    migration_head="toy_0001",
+)
 
 
 @pytest.fixture
-def toy_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_url: str,
-             spark) -> Iterator[Path]:  # type: ignore[no-untyped-def]
+def toy_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_url: str, spark) -> Iterator[Path]:  # type: ignore[no-untyped-def]
     monkeypatch.chdir(tmp_path)
     for var in [v for v in os.environ if v.startswith("JUNCTURE_")]:
         monkeypatch.delenv(var)
@@ -65,8 +68,10 @@ def _oracle(folder: Path) -> dict[str, tuple[str, list[str]]]:
 
 def _catalog(url: str) -> dict[str, tuple[str, list[str]]]:
     with open_catalog(url).connect() as conn:
-        return {c: (t, json.loads(tok)) for c, t, tok in conn.execute(
-            select(ToyColumn.column_id, ToyColumn.table_id, ToyColumn.tokens))}
+        return {
+            c: (t, json.loads(tok))
+            for c, t, tok in conn.execute(select(ToyColumn.column_id, ToyColumn.table_id, ToyColumn.tokens))
+        }
 
 
 def _search(tmp: Path, values: list[str], capsys: pytest.CaptureFixture[str]) -> list[tuple[int, str]]:
@@ -83,8 +88,9 @@ def _brute(oracle: dict[str, tuple[str, list[str]]], values: list[str], k: int) 
     return sorted((h for h in hits if h[0] > 0), key=lambda h: (-h[0], h[1]))[:k]
 
 
-def test_a_family_from_a_test_folder_runs_through_pipeline_and_cli(toy_home: Path, catalog_url: str,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_family_from_a_test_folder_runs_through_pipeline_and_cli(
+    toy_home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     lake_dir = toy_home / "files"
     lake_dir.mkdir()
     _write(lake_dir / "a.csv", [["city", "n"], ["Boston", "1"], ["Denver", "2"], ["Austin", "3"]])

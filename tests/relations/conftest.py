@@ -35,8 +35,10 @@ class TwoStates:
         return sorted({t.table_id for t in (*self.tables_a, *self.tables_b)} | {"file:nowhere.csv"})
 
     def column_ids(self) -> list[str]:
-        return sorted({f"{t.table_id}#{h}" for t in (*self.tables_a, *self.tables_b)
-                       for h in column_headers(list(t.headers))} | {"file:nowhere.csv#x"})
+        return sorted(
+            {f"{t.table_id}#{h}" for t in (*self.tables_a, *self.tables_b) for h in column_headers(list(t.headers))}
+            | {"file:nowhere.csv#x"}
+        )
 
 
 @pytest.fixture(scope="session")

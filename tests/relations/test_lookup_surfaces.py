@@ -93,6 +93,7 @@ def test_reader_connection_answers_as_a_session_does(two_states, published):
     tables = sorted(t.table_id for t in two_states.tables_b)
     columns = [c for c in two_states.column_ids() if c.split("#")[0] in tables]
     with sessionmaker(bind=engine)() as session, reader.connect() as connection:
+
         def answer(catalog, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
             try:
                 return fn(catalog, *args, **kwargs)
@@ -103,6 +104,7 @@ def test_reader_connection_answers_as_a_session_does(two_states, published):
             a, b = answer(session, fn, *args, **kwargs), answer(connection, fn, *args, **kwargs)
             assert a == b and repr(a) == repr(b), (fn.__name__, args)
             return a if not isinstance(a, str) else None
+
         assert both(lookup.tables, limit=1000)
         for table_id in tables:
             both(lookup.table, table_id)
@@ -140,8 +142,10 @@ def test_fast_path_answers_as_the_routes_do(two_states, published):
 
 def test_pagination_walks_the_whole_list(two_states, published):
     client = TestClient(create_app(published))
-    column_id = max(two_states.column_ids(), key=lambda c: len(client.get(
-        f"/v1/joinable/{quote(c, safe='')}", params={"k": 1000}).json().get("items", [])))
+    column_id = max(
+        two_states.column_ids(),
+        key=lambda c: len(client.get(f"/v1/joinable/{quote(c, safe='')}", params={"k": 1000}).json().get("items", [])),
+    )
     whole = client.get(f"/v1/joinable/{quote(column_id, safe='')}", params={"k": 1000}).json()["items"]
     assert len(whole) >= 3
     pages, offset = [], 0
@@ -196,8 +200,9 @@ def test_api_replaces_a_connection_the_database_dropped(published):
         assert expected["items"]
         if url.startswith("postgresql"):
             with psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres", autocommit=True) as admin:
-                killed = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                                       "WHERE application_name = %s", (name,)).fetchall()
+                killed = admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", (name,)
+                ).fetchall()
             assert killed == [(True,)]
             assert client.get("/v1/tables").status_code == 503
         assert client.get("/v1/tables").json() == expected
@@ -205,8 +210,11 @@ def test_api_replaces_a_connection_the_database_dropped(published):
 
 def _serve(settings, port: int, workers: int) -> subprocess.Popen[bytes]:  # type: ignore[no-untyped-def]
     env = {**os.environ, "JUNCTURE_CATALOG_URL": settings.catalog_url, "JUNCTURE_LAKE": settings.lake}
-    return subprocess.Popen([str(Path(sys.executable).with_name("juncture")), "serve", "--port", str(port),
-                             "--workers", str(workers)], env=env, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [str(Path(sys.executable).with_name("juncture")), "serve", "--port", str(port), "--workers", str(workers)],
+        env=env,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _wait_for(url: str, server: subprocess.Popen[bytes]) -> None:
@@ -258,8 +266,10 @@ def test_serve_with_workers_over_real_http(two_states, published):
             s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: test\r\n\r\n")
             assert s.recv(65536).startswith(b"HTTP/1.1 200 OK")
             opened.append(s)
-            held = [sum(1 for c in w.net_connections("tcp") if c.status == psutil.CONN_ESTABLISHED
-                        and c.laddr.port == port) for w in workers]
+            held = [
+                sum(1 for c in w.net_connections("tcp") if c.status == psutil.CONN_ESTABLISHED and c.laddr.port == port)
+                for w in workers
+            ]
         assert min(held) > 0, held
         for s in opened:
             s.close()

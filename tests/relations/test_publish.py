@@ -28,8 +28,12 @@ UNKNOWN = "UNKNOWN"
 
 def _queries(two_states) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
     tables = two_states.table_ids()
-    return ([("table", t) for t in tables] + [("columns", t) for t in tables] + [("unionable", t) for t in tables]
-            + [("joinable", c) for c in two_states.column_ids()])
+    return (
+        [("table", t) for t in tables]
+        + [("columns", t) for t in tables]
+        + [("unionable", t) for t in tables]
+        + [("joinable", c) for c in two_states.column_ids()]
+    )
 
 
 def _answer(sessions: sessionmaker, kind: str, ident: str) -> Any:
@@ -107,10 +111,16 @@ def test_concurrent_lookups_see_the_old_or_the_new_state_never_a_mix(two_states,
     for t in threads:
         t.start()
     try:
-        publishers = [publish_catalog.publish_tables, publish_joinable, gate.publisher, publish_unionable,
-                      gate.publisher]
-        publish_catalog.run(None, two_states.settings(catalog_settings, two_states.lake_b), two_states.batch_2,
-                            publishers=publishers)
+        publishers = [
+            publish_catalog.publish_tables,
+            publish_joinable,
+            gate.publisher,
+            publish_unionable,
+            gate.publisher,
+        ]
+        publish_catalog.run(
+            None, two_states.settings(catalog_settings, two_states.lake_b), two_states.batch_2, publishers=publishers
+        )
     finally:
         done.set()
         for t in threads:
@@ -141,8 +151,12 @@ def test_publisher_failing_midway_leaves_the_old_state_and_a_rerun_completes(two
         raise RuntimeError("publisher died")
 
     with pytest.raises(RuntimeError, match="publisher died"):
-        publish_catalog.run(None, settings_b, two_states.batch_2,
-                            publishers=[publish_catalog.publish_tables, publish_joinable, boom, publish_unionable])
+        publish_catalog.run(
+            None,
+            settings_b,
+            two_states.batch_2,
+            publishers=[publish_catalog.publish_tables, publish_joinable, boom, publish_unionable],
+        )
     assert _state(sessions, queries) == state_a
     counts = publish_catalog.run(None, settings_b, two_states.batch_2)
     assert counts.get("n_joinable_lists", 0) > 0
@@ -185,9 +199,21 @@ def test_publish_process_killed_mid_transaction_leaves_the_old_state(two_states,
     state_a = _state(sessions, queries)
     marker = tmp_path / "marker"
     proc = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_PUBLISH, catalog_settings.catalog_url, two_states.lake_b,
-         str(two_states.batch_2.batch_id), str(marker), str(tmp_path)],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        [
+            sys.executable,
+            "-c",
+            _KILLED_PUBLISH,
+            catalog_settings.catalog_url,
+            two_states.lake_b,
+            str(two_states.batch_2.batch_id),
+            str(marker),
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 300
         while not marker.exists():  # wait for the child to be inside its transaction

@@ -18,8 +18,10 @@ from spark_jobs.relate.unionable import UNIONABLE
 
 def gold(settings, name: str) -> list[tuple]:  # type: ignore[no-untyped-def]
     rows = LakeStore(settings.lake).read_arrow(name).to_pylist()
-    return sorted(tuple(sorted((k, round(v, 9) if isinstance(v, float) else v) for k, v in r.items()
-                               if k != "index_version")) for r in rows)
+    return sorted(
+        tuple(sorted((k, round(v, 9) if isinstance(v, float) else v) for k, v in r.items() if k != "index_version"))
+        for r in rows
+    )
 
 
 def answers(settings, two_states) -> dict[str, list[dict]]:  # type: ignore[no-untyped-def]
@@ -27,21 +29,29 @@ def answers(settings, two_states) -> dict[str, list[dict]]:  # type: ignore[no-u
         out = {}
         for cid in two_states.column_ids()[:-1]:
             try:
-                out[cid] = [{k: v for k, v in d.items() if k != "index_version"}
-                            for d in lookup.as_dict(lookup.joinable(s, cid, 50))]
+                out[cid] = [
+                    {k: v for k, v in d.items() if k != "index_version"}
+                    for d in lookup.as_dict(lookup.joinable(s, cid, 50))
+                ]
             except lookup.UnknownIdError:
                 out[cid] = []
         for tid in two_states.table_ids()[:-1]:
             try:
-                out[tid] = [{k: v for k, v in d.items() if k != "index_version"}
-                            for d in lookup.as_dict(lookup.unionable(s, tid, 50))]
+                out[tid] = [
+                    {k: v for k, v in d.items() if k != "index_version"}
+                    for d in lookup.as_dict(lookup.unionable(s, tid, 50))
+                ]
             except lookup.UnknownIdError:
                 out[tid] = []
     return out
 
 
-def test_full_re_relate_equals_the_incremental_answers(spark, two_states, catalog_settings,  # type: ignore[no-untyped-def]
-                                                       tmp_path: Path) -> None:
+def test_full_re_relate_equals_the_incremental_answers(
+    spark,
+    two_states,
+    catalog_settings,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
     lake = str(tmp_path / "lake")
     shutil.copytree(two_states.lake_b, lake)
     settings = dataclasses.replace(catalog_settings, lake=lake)

@@ -50,10 +50,24 @@ def test_deleting_a_partner_removes_it_from_every_list(spark, settings):
 
 
 def test_column_pair_signals_are_bounded_and_open_to_new_signals():
-    a = {"column_id": "t#a", "header": "Total Amount", "type": "decimal", "size": 10, "numeric": True,
-         "mean": 100.0, "std": 10.0}
-    b = {"column_id": "u#b", "header": "amount", "type": "integer", "size": 5, "numeric": True, "mean": 100.0,
-         "std": 10.0}
+    a = {
+        "column_id": "t#a",
+        "header": "Total Amount",
+        "type": "decimal",
+        "size": 10,
+        "numeric": True,
+        "mean": 100.0,
+        "std": 10.0,
+    }
+    b = {
+        "column_id": "u#b",
+        "header": "amount",
+        "type": "integer",
+        "size": 5,
+        "numeric": True,
+        "mean": 100.0,
+        "std": 10.0,
+    }
     score, parts = relate_unionable.column_pair_score(a, b, 5.0)
     assert parts["value"] == 1.0 and parts["distribution"] == 1.0 and parts["type"] == 0.8
     assert 0.0 <= score <= 1.0

@@ -30,8 +30,21 @@ from tests.profile import oracle as profile_oracle
 from tests.reliability.lake_files import JOINABLE_K, LakeOracle
 
 VOLATILE = frozenset({"batch_id", "index_version", "published_at", "source_updated_at"})
-PROFILE_FIELDS = ("row_count", "null_count", "empty_count", "distinct_count", "uniqueness", "token_count",
-                  "length_min", "length_max", "length_mean", "inferred_type", "type_share", "min_value", "max_value")
+PROFILE_FIELDS = (
+    "row_count",
+    "null_count",
+    "empty_count",
+    "distinct_count",
+    "uniqueness",
+    "token_count",
+    "length_min",
+    "length_max",
+    "length_mean",
+    "inferred_type",
+    "type_share",
+    "min_value",
+    "max_value",
+)
 UNIONABLE_K = 10
 SEARCH_K = (3, 10)
 
@@ -95,7 +108,8 @@ def queries(oracle: LakeOracle) -> dict[str, tuple[list[str], str | None]]:
     values = oracle.column_values()
     picked = [c for c in sorted(values) if c.rsplit("#", 1)[1] in ("city", "person_id", "order_id", "sku", "ville")]
     out: dict[str, tuple[list[str], str | None]] = {
-        f"column {c}": ([v for v in values[c] if v is not None], c) for c in picked[:6]}
+        f"column {c}": ([v for v in values[c] if v is not None], c) for c in picked[:6]
+    }
     out["mixed spellings"] = ([" ZÜRICH ", "oslo", "SKU-007", "1010.0", "NA", "", "Cork", "P0001", "ch", "de"], None)
     out["nothing shared"] = (["no such value", "zzz"], None)
     return out
@@ -139,23 +153,39 @@ def catalog_answers(oracle: LakeOracle, workdir: Path) -> dict[str, Any]:
         for tid in table_ids:
             path = quote(tid, safe="")
             response = client.get(f"/v1/columns/{path}", params={"limit": 1000})
-            answers[f"columns {tid}"] = response.status_code if response.status_code != 200 else [
-                (c["column_id"], c["column"], c["position"]) for c in response.json()["items"]]
+            answers[f"columns {tid}"] = (
+                response.status_code
+                if response.status_code != 200
+                else [(c["column_id"], c["column"], c["position"]) for c in response.json()["items"]]
+            )
             response = client.get(f"/v1/keys/{path}")
-            answers[f"keys {tid}"] = response.status_code if response.status_code != 200 else sorted(
-                (tuple(k["columns"]), k["exact"]) for k in response.json())
-            answers[f"unionable {tid}"] = _strip(_all_pages(client, f"/v1/unionable/{path}", k=UNIONABLE_K)) \
-                if tid in answers["tables"] else None
-        column_ids = sorted(set(oracle.column_values()) | {
-            c[0] for key, cols in answers.items() if key.startswith("columns ") and isinstance(cols, list)
-            for c in cols})
+            answers[f"keys {tid}"] = (
+                response.status_code
+                if response.status_code != 200
+                else sorted((tuple(k["columns"]), k["exact"]) for k in response.json())
+            )
+            answers[f"unionable {tid}"] = (
+                _strip(_all_pages(client, f"/v1/unionable/{path}", k=UNIONABLE_K)) if tid in answers["tables"] else None
+            )
+        column_ids = sorted(
+            set(oracle.column_values())
+            | {
+                c[0]
+                for key, cols in answers.items()
+                if key.startswith("columns ") and isinstance(cols, list)
+                for c in cols
+            }
+        )
         for cid in column_ids:
             path = quote(cid, safe="")
             response = client.get(f"/v1/profile/{path}")
             answers[f"profile {cid}"] = response.status_code if response.status_code != 200 else _strip(response.json())
             response = client.get(f"/v1/joinable/{path}", params={"k": JOINABLE_K})
-            answers[f"joinable {cid}"] = response.status_code if response.status_code != 200 else _strip(
-                _all_pages(client, f"/v1/joinable/{path}", k=JOINABLE_K))
+            answers[f"joinable {cid}"] = (
+                response.status_code
+                if response.status_code != 200
+                else _strip(_all_pages(client, f"/v1/joinable/{path}", k=JOINABLE_K))
+            )
     answers["search"] = search_answers(oracle, workdir)
     return answers
 
@@ -182,8 +212,11 @@ def mismatches(answers: dict[str, Any], oracle: LakeOracle) -> list[str]:
             continue
         expect(f"{tid} n_rows", info["n_rows"], t.n_rows)
         expect(f"{tid} n_columns", info["n_columns"], len(t.headers))
-        expect(f"{tid} columns", answers[f"columns {tid}"],
-               [(f"{tid}#{h}", h, pos) for pos, h in enumerate(oracle.headers(tid), start=1)])
+        expect(
+            f"{tid} columns",
+            answers[f"columns {tid}"],
+            [(f"{tid}#{h}", h, pos) for pos, h in enumerate(oracle.headers(tid), start=1)],
+        )
         expect(f"{tid} keys", answers[f"keys {tid}"], sorted(_oracle_keys(oracle, tid)))
         _check_unionable(answers, oracle, tid, bad)
     profiles = oracle.profiles()
@@ -234,8 +267,10 @@ def _check_unionable(answers: dict[str, Any], oracle: LakeOracle, tid: str, bad:
         theirs = {f"{other}#{h}" for h in oracle.headers(other)}
         for pair in a["alignment"]:
             if pair["column_id"] not in mine or pair["candidate_column_id"] not in theirs:
-                bad.append(f"unionable {tid} -> {other}: alignment {pair['column_id']} = "
-                           f"{pair['candidate_column_id']} names a column that does not exist")
+                bad.append(
+                    f"unionable {tid} -> {other}: alignment {pair['column_id']} = "
+                    f"{pair['candidate_column_id']} names a column that does not exist"
+                )
     if oracle.tables[tid].n_rows == 0 or not any(normalize_token(v) for col in oracle.tables[tid].columns for v in col):
         return
     listed = {a["table_id"]: a for a in got}

@@ -35,15 +35,56 @@ from tests.profile import oracle as profile_oracle
 SUFFIXES = (".csv.gz", ".tsv.gz", ".csv", ".tsv", ".tab")
 JOINABLE_K = 20  # settings.index.joinable_k, the default every test here runs with
 
-CITIES = ["Zürich", "São Paulo", "Montréal", "Köln", "Malmö", "Genève", "Bogotá", "Reykjavík", "Lyon", "Oslo",
-          "Porto", "Kraków", "Sevilla", "Århus", "Nîmes", "Linz", "Gent", "Brno", "Turku", "Cork"]
-COUNTRIES = ["CH", "BR", "CA", "DE", "SE", "FR", "CO", "IS", "NO", "PT", "PL", "ES", "DK", "AT", "BE", "CZ", "FI",
-             "IE", "IT", "NL"]
+CITIES = [
+    "Zürich",
+    "São Paulo",
+    "Montréal",
+    "Köln",
+    "Malmö",
+    "Genève",
+    "Bogotá",
+    "Reykjavík",
+    "Lyon",
+    "Oslo",
+    "Porto",
+    "Kraków",
+    "Sevilla",
+    "Århus",
+    "Nîmes",
+    "Linz",
+    "Gent",
+    "Brno",
+    "Turku",
+    "Cork",
+]
+COUNTRIES = [
+    "CH",
+    "BR",
+    "CA",
+    "DE",
+    "SE",
+    "FR",
+    "CO",
+    "IS",
+    "NO",
+    "PT",
+    "PL",
+    "ES",
+    "DK",
+    "AT",
+    "BE",
+    "CZ",
+    "FI",
+    "IE",
+    "IT",
+    "NL",
+]
 NULLISH = ["", "NA", "null", "-", "n/a", "None"]
 STATUS = ["open", "closed", "pending", "Open ", "CLOSED"]
 
 
 # ---------------------------------------------------------------- writing and reading files
+
 
 def encoding_of(data: bytes) -> str:
     """The encoding a file was written in, as the tests write them: a BOM, else UTF-8, else Latin-1."""
@@ -63,8 +104,7 @@ def delimiter_of(path: Path) -> str:
     return "\t" if name.endswith((".tsv", ".tsv.gz", ".tab")) else ","
 
 
-def write_table(path: Path, headers: Sequence[str], rows: Iterable[Sequence[str]], *,
-                encoding: str = "utf-8") -> None:
+def write_table(path: Path, headers: Sequence[str], rows: Iterable[Sequence[str]], *, encoding: str = "utf-8") -> None:
     """Write a CSV/TSV file (gzipped for `.gz`) in `encoding` (`utf-16` and `utf-8-sig` write a BOM)."""
     buf = io.StringIO()
     writer = csv.writer(buf, delimiter=delimiter_of(path), lineterminator="\n")
@@ -114,6 +154,7 @@ def listed_files(root: Path) -> list[str]:
 
 # ---------------------------------------------------------------- the lake
 
+
 def _ids(rng: random.Random, n: int, prefix: str) -> list[str]:
     return [f"{prefix}{i:04d}" for i in rng.sample(range(1, 3 * max(n, 1) + 1), n)]
 
@@ -128,41 +169,69 @@ def build_lake(root: Path, seed: int = 7) -> list[str]:
     def cities(n: int) -> list[str]:
         return [rng.choice(CITIES) for _ in range(n)]
 
-    files["geo/cities.csv"] = (["city", "country", "population"],
-                               [[c, COUNTRIES[CITIES.index(c)], str(rng.randint(10, 900) * 1000)] for c in CITIES])
-    files["geo/countries.tsv"] = (["code", "name", "eu"],
-                                  [[c, f"Country {c}", rng.choice(["yes", "no"])] for c in COUNTRIES[:15]])
+    files["geo/cities.csv"] = (
+        ["city", "country", "population"],
+        [[c, COUNTRIES[CITIES.index(c)], str(rng.randint(10, 900) * 1000)] for c in CITIES],
+    )
+    files["geo/countries.tsv"] = (
+        ["code", "name", "eu"],
+        [[c, f"Country {c}", rng.choice(["yes", "no"])] for c in COUNTRIES[:15]],
+    )
     files["geo/cities_copy.csv"] = files["geo/cities.csv"]  # a byte-identical twin
     ids = _ids(rng, 300, "P")
     files["people/persons.csv"] = (  # the big table: a 300-value identifier column
         ["person_id", "name", "city", "age", "note", "note"],
-        [[pid, f"Person {i}, {rng.choice(['Jr.', 'Sr.', 'II'])}", rng.choice(CITIES), str(rng.randint(18, 90)),
-          rng.choice(NULLISH), "" ] for i, pid in enumerate(ids)])
-    files["people/visits.csv"] = (["visit", "person_id", "city", "day"],
-                                  [[str(i), rng.choice(ids), rng.choice(CITIES), f"2024-0{rng.randint(1, 9)}-1{i % 10}"]
-                                   for i in range(150)])
-    files["people/visits_2023.csv.gz"] = (["visit", "person_id", "city", "day"],
-                                          [[str(i), rng.choice(ids[:100]), rng.choice(CITIES),
-                                            f"2023-1{rng.randint(0, 2)}-0{1 + i % 9}"] for i in range(80)])
+        [
+            [
+                pid,
+                f"Person {i}, {rng.choice(['Jr.', 'Sr.', 'II'])}",
+                rng.choice(CITIES),
+                str(rng.randint(18, 90)),
+                rng.choice(NULLISH),
+                "",
+            ]
+            for i, pid in enumerate(ids)
+        ],
+    )
+    files["people/visits.csv"] = (
+        ["visit", "person_id", "city", "day"],
+        [[str(i), rng.choice(ids), rng.choice(CITIES), f"2024-0{rng.randint(1, 9)}-1{i % 10}"] for i in range(150)],
+    )
+    files["people/visits_2023.csv.gz"] = (
+        ["visit", "person_id", "city", "day"],
+        [
+            [str(i), rng.choice(ids[:100]), rng.choice(CITIES), f"2023-1{rng.randint(0, 2)}-0{1 + i % 9}"]
+            for i in range(80)
+        ],
+    )
     files["people/empty_header_only.csv"] = (["person_id", "comment"], [])
-    files["orders/orders.csv"] = (["order_id", "amount", "status", "city", " "],
-                                  [[str(1000 + i), f"{rng.randint(1, 99)}.0", rng.choice(STATUS), rng.choice(CITIES),
-                                    rng.choice(["x", ""])] for i in range(60)])
-    files["orders/orders_eu.tsv"] = (["order_id", "amount", "status"],
-                                     [[str(1000 + i * 2), str(rng.randint(1, 99)), rng.choice(STATUS)]
-                                      for i in range(40)])
-    files["orders/items.csv"] = (["order_id", "sku", "qty"],
-                                 [[str(1000 + rng.randint(0, 59)), f"SKU-{rng.randint(1, 30):03d}",
-                                   str(rng.randint(1, 5))] for _ in range(120)])
-    files["orders/skus.csv"] = (["sku", "label"],
-                                [[f"SKU-{i:03d}", f"Article {i}\nline two" if i == 7 else f"Article {i}"]
-                                 for i in range(1, 31)])
+    files["orders/orders.csv"] = (
+        ["order_id", "amount", "status", "city", " "],
+        [
+            [str(1000 + i), f"{rng.randint(1, 99)}.0", rng.choice(STATUS), rng.choice(CITIES), rng.choice(["x", ""])]
+            for i in range(60)
+        ],
+    )
+    files["orders/orders_eu.tsv"] = (
+        ["order_id", "amount", "status"],
+        [[str(1000 + i * 2), str(rng.randint(1, 99)), rng.choice(STATUS)] for i in range(40)],
+    )
+    files["orders/items.csv"] = (
+        ["order_id", "sku", "qty"],
+        [[str(1000 + rng.randint(0, 59)), f"SKU-{rng.randint(1, 30):03d}", str(rng.randint(1, 5))] for _ in range(120)],
+    )
+    files["orders/skus.csv"] = (
+        ["sku", "label"],
+        [[f"SKU-{i:03d}", f"Article {i}\nline two" if i == 7 else f"Article {i}"] for i in range(1, 31)],
+    )
     files["misc/one_column.csv"] = (["city"], [[c] for c in cities(12)])
     files["misc/tiny.csv"] = (["k", "v"], [["1", "Oslo"], ["2", "Lyon"], ["3", "-"]])
     files["misc/nulls.csv"] = (["a", "b"], [[rng.choice(NULLISH), rng.choice(NULLISH)] for _ in range(10)])
     files["misc/numbers.csv"] = (["n", "n_float"], [[str(i), f"{i}.00"] for i in range(-5, 45)])
-    files["misc/wide.csv"] = ([f"c{j}" for j in range(25)] + ["c3"],
-                              [[str(rng.randint(0, 9)) for _ in range(26)] for _ in range(8)])
+    files["misc/wide.csv"] = (
+        [f"c{j}" for j in range(25)] + ["c3"],
+        [[str(rng.randint(0, 9)) for _ in range(26)] for _ in range(8)],
+    )
     files["misc/status_codes.tsv"] = (["status", "meaning"], [[s, f"means {s.strip()}"] for s in STATUS])
     files["misc/latin.csv"] = (["ville", "pays"], [[c, COUNTRIES[CITIES.index(c)]] for c in cities(25)])
     files["misc/ids_subset.csv"] = (["pid"], [[p] for p in ids[::7]])
@@ -175,6 +244,7 @@ def build_lake(root: Path, seed: int = 7) -> list[str]:
 
 
 # ---------------------------------------------------------------- mutations
+
 
 def delete(root: Path, rel: str) -> None:
     (root / rel).unlink()
@@ -224,6 +294,7 @@ def reencode(root: Path, rel: str, encoding: str) -> None:
 
 
 # ---------------------------------------------------------------- the oracle
+
 
 @dataclass
 class LakeOracle:
@@ -283,21 +354,39 @@ class LakeOracle:
         keys = self.key_columns()
         out: dict[str, list[dict[str, Any]]] = {}
         for cid, mine in sets.items():
-            ranked = sorted((-len(mine & theirs), other) for other, theirs in sets.items()
-                            if other != cid and mine & theirs)[:k]
+            ranked = sorted(
+                (-len(mine & theirs), other) for other, theirs in sets.items() if other != cid and mine & theirs
+            )[:k]
             answers = []
             for rank, (neg, other) in enumerate(ranked, start=1):
                 o, a, b = -neg, len(mine), len(sets[other])
                 is_key, cand_key = cid in keys, other in keys
-                answers.append({
-                    "rank": rank, "column_id": other, "table_id": other.split("#", 1)[0], "overlap": o,
-                    "size": a, "candidate_size": b, "containment": o / a, "candidate_containment": o / b,
-                    "jaccard": o / (a + b - o), "est_join_size": o * (n_values[cid] / a) * (n_values[other] / b),
-                    "query_is_key": is_key, "candidate_is_key": cand_key,
-                    "direction": ("one-to-one" if is_key and cand_key else "many-to-one" if cand_key
-                                  else "one-to-many" if is_key else "many-to-many"),
-                    "exact": True,
-                })
+                answers.append(
+                    {
+                        "rank": rank,
+                        "column_id": other,
+                        "table_id": other.split("#", 1)[0],
+                        "overlap": o,
+                        "size": a,
+                        "candidate_size": b,
+                        "containment": o / a,
+                        "candidate_containment": o / b,
+                        "jaccard": o / (a + b - o),
+                        "est_join_size": o * (n_values[cid] / a) * (n_values[other] / b),
+                        "query_is_key": is_key,
+                        "candidate_is_key": cand_key,
+                        "direction": (
+                            "one-to-one"
+                            if is_key and cand_key
+                            else "many-to-one"
+                            if cand_key
+                            else "one-to-many"
+                            if is_key
+                            else "many-to-many"
+                        ),
+                        "exact": True,
+                    }
+                )
             out[cid] = answers
         return out
 

@@ -47,7 +47,7 @@ N_WIDE = 10_000
 def noise(n: int, rnd: random.Random) -> str:
     """n characters no compressor shrinks (PostgreSQL compresses index entries before their size
     limit), without the CSV delimiter, quotes or line breaks."""
-    pools = [(0x30, 0x7a), (0x410, 0x44f), (0x4e00, 0x9fff), (0x5d0, 0x5ea)]
+    pools = [(0x30, 0x7A), (0x410, 0x44F), (0x4E00, 0x9FFF), (0x5D0, 0x5EA)]
     out = []
     for _ in range(n):
         lo, hi = rnd.choice(pools)
@@ -98,14 +98,28 @@ def build_lake(root: Path) -> tuple[Lake, dict[str, list[str]]]:
 
     long_header = noise(10_000, rnd)
     rtl = ["\u05e9\u05dc\u05d5\u05dd", "\u202eevil\u202c", "\u0645\u0631\u062d\u0628\u0627 x", "e\u0301\u0301"]
-    hostile_values = ["x\x00y", "\x00", "\ufffdabc", "abc\x00\ufffd", "\U0001f600", *rtl, "A\u030a", "\u00c5",
-                      " \x00n/a\x00 ", "NUL\x00L"]
+    hostile_values = [
+        "x\x00y",
+        "\x00",
+        "\ufffdabc",
+        "abc\x00\ufffd",
+        "\U0001f600",
+        *rtl,
+        "A\u030a",
+        "\u00c5",
+        " \x00n/a\x00 ",
+        "NUL\x00L",
+    ]
     rows_b = []
     for i in range(30):
-        rows_b.append([long_tokens[i + 10] if i < 25 else noise(3500, rnd),  # 15 shared with long_tokens.csv
-                       hostile_values[i % len(hostile_values)],
-                       rtl[i % len(rtl)] + str(i % 7),
-                       big[i % 3] if i < 3 else str(i)])
+        rows_b.append(
+            [
+                long_tokens[i + 10] if i < 25 else noise(3500, rnd),  # 15 shared with long_tokens.csv
+                hostile_values[i % len(hostile_values)],
+                rtl[i % len(rtl)] + str(i % 7),
+                big[i % 3] if i < 3 else str(i),
+            ]
+        )
     lake.add_parquet("hostile.parquet", ["long\x00key", "\u202eRTL\u202c header", long_header, "big\x00"], rows_b)
 
     # NUL bytes in a CSV, after the first 4 KB (where the encoding is sniffed)
@@ -170,8 +184,9 @@ def test_hostile_lake_end_to_end(spark, cli_env: Path, capsys: pytest.CaptureFix
         overlaps = oracle_top(sets, values, 10)
         assert overlaps, name
         for method in ("josie", "mergelist", "brute"):
-            assert main(["search", "join", "--values", str(values_file), "--k", "10", "--method", method,
-                         "--json"]) == 0
+            assert (
+                main(["search", "join", "--values", str(values_file), "--k", "10", "--method", method, "--json"]) == 0
+            )
             check_join(json.loads(capsys.readouterr().out), overlaps, 10)
 
     settings = load_settings()
@@ -217,8 +232,9 @@ def test_ckan_json_with_lone_surrogates_nul_and_long_stamps(spark, tmp_path: Pat
         rnd = random.Random(5)
         shared = [noise(3000, rnd) for _ in range(8)]
         headers = ["tok\x00en", "odd\ud800", "\u202eRTL\u202c"]
-        rows = [[shared[i], ["\ud800x", "y\udfff", "a\x00b", "\U0001f600"][i % 4], "\u05d0" * (i + 1)]
-                for i in range(8)]
+        rows = [
+            [shared[i], ["\ud800x", "y\udfff", "a\x00b", "\U0001f600"][i % 4], "\u05d0" * (i + 1)] for i in range(8)
+        ]
         data = json.dumps([dict(zip(headers, r, strict=True)) for r in rows], ensure_ascii=True).encode()
         portal.store.add_ckan("pkg" + "p" * 90, [("res" + "r" * 90, "JSON", data)])
         other = csv_bytes([["k"], *[[t] for t in shared[:5]]])
@@ -232,8 +248,10 @@ def test_ckan_json_with_lone_surrogates_nul_and_long_stamps(spark, tmp_path: Pat
             json_id, csv_id = ids["pkg" + "p" * 90], ids["other"]
             landed = column_headers([storable_text(h) for h in headers])
             assert landed == ["token", "odd\ufffd", "\u202eRTL\u202c"]
-            oracle = {f"{json_id}#{h}": frozenset(t for t in (normalize_token(r[c]) for r in rows) if t is not None)
-                      for c, h in enumerate(landed)}
+            oracle = {
+                f"{json_id}#{h}": frozenset(t for t in (normalize_token(r[c]) for r in rows) if t is not None)
+                for c, h in enumerate(landed)
+            }
             oracle[f"{csv_id}#k"] = frozenset(map(normalize_token, shared[:5]))  # type: ignore[arg-type]
             info = lookup.table(conn, json_id)
             assert info.source_updated_at is not None and len(info.source_updated_at) > 64
@@ -241,8 +259,9 @@ def test_ckan_json_with_lone_surrogates_nul_and_long_stamps(spark, tmp_path: Pat
             query = ["\ud800X", "A\x00B", shared[0], shared[6]]
             for method in ("josie", "mergelist", "brute"):
                 found = search_join(DbIndexReader(conn), query, k=5, method=method).results
-                check_join([{"column_id": r.column_id, "overlap": r.overlap} for r in found],
-                           oracle_top(oracle, query, 5), 5)
+                check_join(
+                    [{"column_id": r.column_id, "overlap": r.overlap} for r in found], oracle_top(oracle, query, 5), 5
+                )
         engine.dispose()
 
         portal.store.set_content("ckan/pkg" + "p" * 90, data.replace(b"\\u0000", b"\\u0000\\u0000") + b" ")
@@ -250,4 +269,3 @@ def test_ckan_json_with_lone_surrogates_nul_and_long_stamps(spark, tmp_path: Pat
         assert len(index_pending(spark, settings)) == 1  # the rerun after a long stamp publishes too
     finally:
         portal.stop()
-

@@ -115,12 +115,22 @@ def plan(first: list[str], crawl: list[str], index: list[str], rebuild: list[str
     for i in sorted({*chosen, *publish_points(rebuild)[:1]}):
         points.append(KillPoint("rebuild", spec_at(rebuild, i), next(nexts["rebuild"])))
     # real SIGKILLs of a child process: a crawl, an index mid-stage and at publish, a rebuild
-    for op, trace, pick in (("crawl", crawl, "manifest:bronze"), ("index", index, "manifest:josie"),
-                            ("index", index, "publish:"), ("rebuild", rebuild, "manifest:josie")):
+    for op, trace, pick in (
+        ("crawl", crawl, "manifest:bronze"),
+        ("index", index, "manifest:josie"),
+        ("index", index, "publish:"),
+        ("rebuild", rebuild, "manifest:josie"),
+    ):
         hits = [i for i, label in enumerate(trace) if label.startswith(pick)]
         if hits:
-            points.append(KillPoint(op, spec_at(trace, hits[0]), {"crawl": "index", "index": "rebuild",
-                                                                   "rebuild": "batch"}[op], sigkill=True))
+            points.append(
+                KillPoint(
+                    op,
+                    spec_at(trace, hits[0]),
+                    {"crawl": "index", "index": "rebuild", "rebuild": "batch"}[op],
+                    sigkill=True,
+                )
+            )
     return points
 
 
@@ -149,8 +159,11 @@ class Lake:
     def mutate(self) -> None:
         """One more batch's worth of change: a new table, a changed one and (after the first) a deleted one."""
         i, self.n = self.n, self.n + 1
-        lf.write_table(self.root / "new" / f"n{i}.csv", ["city", "code", "i"],
-                       [[lf.CITIES[(i + r) % 20], lf.COUNTRIES[(i * 3 + r) % 20], str(i * 100 + r)] for r in range(12)])
+        lf.write_table(
+            self.root / "new" / f"n{i}.csv",
+            ["city", "code", "i"],
+            [[lf.CITIES[(i + r) % 20], lf.COUNTRIES[(i * 3 + r) % 20], str(i * 100 + r)] for r in range(12)],
+        )
         lf.append_rows(self.root, "misc/tiny.csv", [[str(100 + i), lf.CITIES[i % 20]]])
         gone = self.root / "new" / f"n{i - 1}.csv"
         if i == 0:
@@ -199,8 +212,14 @@ def kill_child(point: KillPoint, lake: Lake, home: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUNCTURE_")}
     env.update({k: v for k, v in os.environ.items() if k in ("JUNCTURE_HOME", "JUNCTURE_CATALOG_URL")})
     env.update(PYTHONPATH=str(WORKTREE), JUNCTURE_FAULT=point.spec, JUNCTURE_FAULT_MODE="kill")
-    proc = subprocess.run([sys.executable, "-c", CLI, *argv_of(point.op, lake)], cwd=home, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", CLI, *argv_of(point.op, lake)],
+        cwd=home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == -9, f"{point}: not killed (exit {proc.returncode}): {proc.stderr[-1500:]}"
 
 
@@ -228,8 +247,11 @@ def next_operation(point: KillPoint, lake: Lake) -> None:
 
 
 def diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    return [f"{key}: killed {a.get(key)!r} != never killed {b.get(key)!r}"
-            for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
+    return [
+        f"{key}: killed {a.get(key)!r} != never killed {b.get(key)!r}"
+        for key in sorted(set(a) | set(b))
+        if a.get(key) != b.get(key)
+    ]
 
 
 def test_kill_anywhere_then_anything_then_exact_answers(spark, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]

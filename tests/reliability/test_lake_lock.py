@@ -78,8 +78,11 @@ def spawn() -> Iterator[Callable[..., Child]]:
 def folder_of(root: Path, prefix: str, n_files: int, rows: int) -> set[str]:
     """`n_files` CSV tables under `root/prefix/`; their table ids."""
     for i in range(n_files):
-        lf.write_table(root / prefix / f"t{i:03d}.csv", ["id", "city", "value"],
-                       [[f"{prefix}{i}-{r}", lf.CITIES[(i + r) % len(lf.CITIES)], str(r * i)] for r in range(rows)])
+        lf.write_table(
+            root / prefix / f"t{i:03d}.csv",
+            ["id", "city", "value"],
+            [[f"{prefix}{i}-{r}", lf.CITIES[(i + r) % len(lf.CITIES)], str(r * i)] for r in range(rows)],
+        )
     return {file_table_id(rel) for rel in lf.listed_files(root)}
 
 
@@ -95,8 +98,10 @@ def test_two_concurrent_crawls_lose_nothing(spark, tmp_path, monkeypatch, spawn)
     setup_env(monkeypatch, home, catalog_url)
     a = folder_of(tmp_path / "a", "alpha", 15, 40)
     b = folder_of(tmp_path / "b", "beta", 15, 40)
-    procs = [spawn(home, catalog_url, "crawl", "--dir", str(tmp_path / d), "--no-progress", lock_wait_s=300)
-             for d in ("a", "b")]
+    procs = [
+        spawn(home, catalog_url, "crawl", "--dir", str(tmp_path / d), "--no-progress", lock_wait_s=300)
+        for d in ("a", "b")
+    ]
     results = [p.finish() for p in procs]
     for rc, _out, err in results:
         assert rc == 0, err[-2000:]
@@ -129,8 +134,10 @@ def test_a_second_index_waits_or_exits_2_naming_the_holder(spark, tmp_path, monk
     said = [line for line in err.splitlines() if line.startswith("juncture:")]
     assert len(said) == 1 and "lake is busy" in said[0].lower(), err[-2000:]
     assert str(first.pid) in said[0], f"the message does not say who holds the lock: {said[0]!r}"
-    assert err.splitlines() == said, ("exit status 2 is one line on stderr; the refused writer printed more "
-                                      f"(did it start Spark before asking for the lock?):\n{err[-2000:]}")
+    assert err.splitlines() == said, (
+        "exit status 2 is one line on stderr; the refused writer printed more "
+        f"(did it start Spark before asking for the lock?):\n{err[-2000:]}"
+    )
 
     # with a wait: the second one waits for the first, then finds nothing left to do
     second = spawn(home, catalog_url, "index", lock_wait_s=600)

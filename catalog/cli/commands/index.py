@@ -10,8 +10,11 @@ from catalog.cli.context import CliContext
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("index", help="apply pending changes to the indexes and publish")
-    p.add_argument("--full", action="store_true",
-                   help="then rebuild the JOSIE index and recompute every joinable/unionable list (= rebuild)")
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="then rebuild the JOSIE index and recompute every joinable/unionable list (= rebuild)",
+    )
     p.set_defaults(handler=run)
 
 

@@ -11,8 +11,18 @@ from catalog.core.errors import UserError
 from catalog.db.engine import session_scope
 
 KINDS = ("table", "columns", "profile", "keys", "joinable", "unionable")
-JOINABLE_COLUMNS = ("rank", "table_id", "column", "overlap", "containment", "candidate_containment", "jaccard",
-                    "est_join_size", "direction", "exact")
+JOINABLE_COLUMNS = (
+    "rank",
+    "table_id",
+    "column",
+    "overlap",
+    "containment",
+    "candidate_containment",
+    "jaccard",
+    "est_join_size",
+    "direction",
+    "exact",
+)
 UNIONABLE_COLUMNS = ("rank", "table_id", "score", "n_aligned", "alignment", "exact")
 
 
@@ -41,14 +51,22 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         elif args.kind == "keys":
             emit(lookup.keys(session, args.id), as_json=args.json)
         elif args.kind == "joinable":
-            emit(lookup.joinable(session, args.id, args.k, offset=args.offset), as_json=args.json,
-                 columns=JOINABLE_COLUMNS)
+            emit(
+                lookup.joinable(session, args.id, args.k, offset=args.offset),
+                as_json=args.json,
+                columns=JOINABLE_COLUMNS,
+            )
         else:
             answers = lookup.unionable(session, args.id, args.k, offset=args.offset)
             if args.json:
                 emit(answers, as_json=True)
             else:  # the alignment as "mine=theirs" pairs reads better than its JSON
-                rows = [{**lookup.as_dict(a), "alignment": "; ".join(f"{p.column}={p.candidate_column}"
-                                                                      for p in a.alignment)} for a in answers]
+                rows = [
+                    {
+                        **lookup.as_dict(a),
+                        "alignment": "; ".join(f"{p.column}={p.candidate_column}" for p in a.alignment),
+                    }
+                    for a in answers
+                ]
                 emit(rows, as_json=False, columns=UNIONABLE_COLUMNS)
     return 0

@@ -15,10 +15,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     psub = p.add_subparsers(dest="portal_command", metavar="ACTION", required=True)
     serve = psub.add_parser("serve", help="serve the portal on loopback")
     serve.add_argument("--port", type=int, default=8765)
-    serve.add_argument("--data", metavar="DIR", help="folder of datasets (default: <home>/portal, seeded with "
-                                                    "real tables on first use)")
-    serve.add_argument("--seed", choices=("demo", "small", "all"), default="demo",
-                       help="which real tables an empty data folder is seeded with")
+    serve.add_argument(
+        "--data",
+        metavar="DIR",
+        help="folder of datasets (default: <home>/portal, seeded with real tables on first use)",
+    )
+    serve.add_argument(
+        "--seed",
+        choices=("demo", "small", "all"),
+        default="demo",
+        help="which real tables an empty data folder is seeded with",
+    )
     serve.set_defaults(handler=run)
 
 

@@ -10,8 +10,11 @@ from catalog.cli.context import CliContext
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rebuild", help="rebuild the indexes and recompute every joinable/unionable list")
-    p.add_argument("--if-due", action="store_true",
-                   help="only rebuild when an index family is due (JOSIE: index.josie.dirty_threshold)")
+    p.add_argument(
+        "--if-due",
+        action="store_true",
+        help="only rebuild when an index family is due (JOSIE: index.josie.dirty_threshold)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -43,5 +46,7 @@ def print_rebuild(results: dict[str, dict]) -> None:
             print(f"rebuilt {family} index version {out['index_version']} ({out.get('n_lists', 0)} lists)")
     relations = results.get("relate_all", {})
     counts = results.get("publish_all", {})
-    print(f"recomputed {relations.get('n_joinable_rows', 0)} joinable and {relations.get('n_unionable_rows', 0)} "
-          f"unionable rows; published {sum(v for v in counts.values() if isinstance(v, int))} rows")
+    print(
+        f"recomputed {relations.get('n_joinable_rows', 0)} joinable and {relations.get('n_unionable_rows', 0)} "
+        f"unionable rows; published {sum(v for v in counts.values() if isinstance(v, int))} rows"
+    )

@@ -19,18 +19,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("search", help="search the lake for columns that join with yours")
     ssub = p.add_subparsers(dest="search_command", metavar="KIND", required=True)
     methods = join_methods()
-    join = ssub.add_parser("join", help="top-k columns by distinct-value overlap (exact)",
-                           description="Top-k lake columns sharing the most distinct values with yours, exactly: "
-                           "ordered by overlap, then column_id; columns with overlap 0 are never listed. "
-                           "--refit-costs times real reads on this catalog and stores the method's cost constants. "
-                           "Methods: " + "; ".join(f"{m.name}: {m.help}" for m in methods.values()))
+    join = ssub.add_parser(
+        "join",
+        help="top-k columns by distinct-value overlap (exact)",
+        description="Top-k lake columns sharing the most distinct values with yours, exactly: "
+        "ordered by overlap, then column_id; columns with overlap 0 are never listed. "
+        "--refit-costs times real reads on this catalog and stores the method's cost constants. "
+        "Methods: " + "; ".join(f"{m.name}: {m.help}" for m in methods.values()),
+    )
     join.add_argument("--values", metavar="FILE", help="one value per line ('-' for stdin)")
     join.add_argument("--k", type=int, default=10)
     join.add_argument("--method", choices=list(methods), default=next(iter(methods), None))
     join.add_argument("--exclude", metavar="COLUMN_ID", help="leave this lake column (the query itself) out")
     join.add_argument("--json", action="store_true")
-    join.add_argument("--refit-costs", action="store_true",
-                      help="fit the method's read-cost constants on this catalog database, store them, and exit")
+    join.add_argument(
+        "--refit-costs",
+        action="store_true",
+        help="fit the method's read-cost constants on this catalog database, store them, and exit",
+    )
     join.set_defaults(handler=run_join)
     kinds = search_kinds()
     for name in dict.fromkeys([*CONTRACT_KINDS, *kinds]):
@@ -46,8 +52,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _contract_stub(ssub: argparse._SubParsersAction, name: str) -> None:
     """A contract kind no family provides yet: its arguments, then "not available"."""
-    helps = {"contain": "columns containing at least a share of your values",
-             "nary": "tables joining on a composite key", "semantic": "joins despite typos, formats and synonyms"}
+    helps = {
+        "contain": "columns containing at least a share of your values",
+        "nary": "tables joining on a composite key",
+        "semantic": "joins despite typos, formats and synonyms",
+    }
     p = ssub.add_parser(name, help=helps[name] + " (not available yet)")
     if name == "nary":
         p.add_argument("--csv", required=True, metavar="FILE")

@@ -11,8 +11,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve the HTTP lookup API")
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--workers", type=int, default=1,
-                   help="worker processes sharing the port (about one per core for the most throughput)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes sharing the port (about one per core for the most throughput)",
+    )
     p.set_defaults(handler=run)
 
 

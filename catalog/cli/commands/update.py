@@ -19,8 +19,13 @@ from catalog.core.identity import valid_table_id
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("update", help="add or delete tables (triggers lake_index)")
-    p.add_argument("--add", nargs="+", default=[], metavar="PATH",
-                   help="table files or folders to add (or names of configured sources to crawl)")
+    p.add_argument(
+        "--add",
+        nargs="+",
+        default=[],
+        metavar="PATH",
+        help="table files or folders to add (or names of configured sources to crawl)",
+    )
     p.add_argument("--delete", nargs="+", default=[], metavar="TABLE_ID", help="table ids to delete")
     p.set_defaults(handler=run)
 
@@ -53,16 +58,20 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         from spark_jobs.orchestration.airflow_runner import api_trigger
 
         out = api_trigger(settings, "lake_index", conf)
-        print(f"triggered lake_index run {out.get('dag_run_id')} on {settings.airflow.api_url} "
-              f"(+{len(conf['add'])} -{len(conf['delete'])})")
+        print(
+            f"triggered lake_index run {out.get('dag_run_id')} on {settings.airflow.api_url} "
+            f"(+{len(conf['add'])} -{len(conf['delete'])})"
+        )
         return 0
     from spark_jobs.orchestration.airflow_runner import run_dag  # deferred: only the command that needs it loads it
 
     ctx.engine  # noqa: B018 - create or upgrade the catalog before the DAG publishes into it
     with contextlib.redirect_stdout(sys.stderr):  # Airflow logs to stdout; ours is the summary only
         result = run_dag(settings, "lake_index", conf)
-    print(f"lake_index run {result.run_id}: {result.state} in {result.seconds:.0f}s "
-          f"(+{len(conf['add'])} -{len(conf['delete'])})")
+    print(
+        f"lake_index run {result.run_id}: {result.state} in {result.seconds:.0f}s "
+        f"(+{len(conf['add'])} -{len(conf['delete'])})"
+    )
     for t in result.triggered:
         print(f"  then {t.dag_id} run {t.run_id}: {t.state}")
     return 0

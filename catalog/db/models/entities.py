@@ -63,8 +63,9 @@ class CatalogColumn(Base):
     __tablename__ = "columns"
     column_key: Mapped[str] = mapped_column(KEY, primary_key=True, default=key_default("column_id"))
     column_id: Mapped[str] = mapped_column(Text)
-    table_key: Mapped[str] = mapped_column(ForeignKey("tables.table_key", ondelete="CASCADE"),
-                                           default=key_default("table_id"))
+    table_key: Mapped[str] = mapped_column(
+        ForeignKey("tables.table_key", ondelete="CASCADE"), default=key_default("table_id")
+    )
     table_id: Mapped[str] = mapped_column(Text)
     position: Mapped[int] = mapped_column(Integer)  # 1-based, as in the source table
     header: Mapped[str] = mapped_column(Text)
@@ -72,16 +73,20 @@ class CatalogColumn(Base):
 
     table: Mapped[CatalogTable] = relationship(back_populates="columns")
 
-    __table_args__ = (Index("ix_columns_table_key_position", "table_key", "position"),
-                      text_index("ix_columns_column_id", "column_id"), text_index("ix_columns_table_id", "table_id"))
+    __table_args__ = (
+        Index("ix_columns_table_key_position", "table_key", "position"),
+        text_index("ix_columns_column_id", "column_id"),
+        text_index("ix_columns_table_id", "table_id"),
+    )
 
 
 class ColumnProfile(Base):
     """What a column holds, inferred from its values (issue: profiling)."""
 
     __tablename__ = "column_profiles"
-    column_key: Mapped[str] = mapped_column(ForeignKey("columns.column_key", ondelete="CASCADE"), primary_key=True,
-                                            default=key_default("column_id"))
+    column_key: Mapped[str] = mapped_column(
+        ForeignKey("columns.column_key", ondelete="CASCADE"), primary_key=True, default=key_default("column_id")
+    )
     column_id: Mapped[str] = mapped_column(Text)
     row_count: Mapped[int] = mapped_column(Integer)
     null_count: Mapped[int] = mapped_column(Integer)
@@ -109,8 +114,9 @@ class TableKey(Base):
 
     __tablename__ = "keys"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    table_key: Mapped[str] = mapped_column(ForeignKey("tables.table_key", ondelete="CASCADE"), index=True,
-                                           default=key_default("table_id"))
+    table_key: Mapped[str] = mapped_column(
+        ForeignKey("tables.table_key", ondelete="CASCADE"), index=True, default=key_default("table_id")
+    )
     table_id: Mapped[str] = mapped_column(Text)
     columns: Mapped[list[str]] = mapped_column(JSON)
     exact: Mapped[bool] = mapped_column(Boolean)

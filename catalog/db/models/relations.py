@@ -21,8 +21,9 @@ class JoinableColumn(Base):
     """One answer of "what joins with this column?": the candidate at `rank` in `column_id`'s list."""
 
     __tablename__ = "joinable"
-    column_key: Mapped[str] = mapped_column(ForeignKey("columns.column_key", ondelete="CASCADE"), primary_key=True,
-                                            default=key_default("column_id"))
+    column_key: Mapped[str] = mapped_column(
+        ForeignKey("columns.column_key", ondelete="CASCADE"), primary_key=True, default=key_default("column_id")
+    )
     rank: Mapped[int] = mapped_column(Integer, primary_key=True)  # 1-based, dense
     column_id: Mapped[str] = mapped_column(Text)
     table_id: Mapped[str] = mapped_column(Text)
@@ -43,16 +44,19 @@ class JoinableColumn(Base):
     method: Mapped[str] = mapped_column(String(32))
     index_version: Mapped[int] = mapped_column(BigInteger)
 
-    __table_args__ = (text_index("ix_joinable_column_id", "column_id"),
-                      text_index("ix_joinable_candidate_table_id", "candidate_table_id"))
+    __table_args__ = (
+        text_index("ix_joinable_column_id", "column_id"),
+        text_index("ix_joinable_candidate_table_id", "candidate_table_id"),
+    )
 
 
 class UnionableTable(Base):
     """One answer of "what can I union with this table?", with the column alignment behind its score."""
 
     __tablename__ = "unionable"
-    table_key: Mapped[str] = mapped_column(ForeignKey("tables.table_key", ondelete="CASCADE"), primary_key=True,
-                                           default=key_default("table_id"))
+    table_key: Mapped[str] = mapped_column(
+        ForeignKey("tables.table_key", ondelete="CASCADE"), primary_key=True, default=key_default("table_id")
+    )
     rank: Mapped[int] = mapped_column(Integer, primary_key=True)
     table_id: Mapped[str] = mapped_column(Text)
     candidate_table_id: Mapped[str] = mapped_column(Text)
@@ -63,5 +67,7 @@ class UnionableTable(Base):
     method: Mapped[str] = mapped_column(String(32))
     index_version: Mapped[int] = mapped_column(BigInteger)
 
-    __table_args__ = (text_index("ix_unionable_table_id", "table_id"),
-                      text_index("ix_unionable_candidate_table_id", "candidate_table_id"))
+    __table_args__ = (
+        text_index("ix_unionable_table_id", "table_id"),
+        text_index("ix_unionable_candidate_table_id", "candidate_table_id"),
+    )

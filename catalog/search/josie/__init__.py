@@ -56,17 +56,38 @@ def normalize_values(values: Iterable[str | None]) -> set[str]:
     return {t for t in map(normalize_token, values) if t is not None}
 
 
-def search_join(reader: IndexReader, values: Iterable[str | None], *, k: int = 10, method: str = "josie",
-                exclude_column_id: str | None = None, costs: CostModel | None = None,
-                exact_ties: bool = True) -> SearchOutcome:
+def search_join(
+    reader: IndexReader,
+    values: Iterable[str | None],
+    *,
+    k: int = 10,
+    method: str = "josie",
+    exclude_column_id: str | None = None,
+    costs: CostModel | None = None,
+    exact_ties: bool = True,
+) -> SearchOutcome:
     """Top-k columns by distinct-value overlap with `values` (raw cell values; normalized here)."""
-    return search_tokens(reader, normalize_values(values), k=k, method=method, exclude_column_id=exclude_column_id,
-                         costs=costs, exact_ties=exact_ties)
+    return search_tokens(
+        reader,
+        normalize_values(values),
+        k=k,
+        method=method,
+        exclude_column_id=exclude_column_id,
+        costs=costs,
+        exact_ties=exact_ties,
+    )
 
 
-def search_tokens(reader: IndexReader, tokens: Iterable[str], *, k: int = 10, method: str = "josie",
-                  exclude_column_id: str | None = None, costs: CostModel | None = None,
-                  exact_ties: bool = True) -> SearchOutcome:
+def search_tokens(
+    reader: IndexReader,
+    tokens: Iterable[str],
+    *,
+    k: int = 10,
+    method: str = "josie",
+    exclude_column_id: str | None = None,
+    costs: CostModel | None = None,
+    exact_ties: bool = True,
+) -> SearchOutcome:
     """`search_join` for tokens that are already normalized."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
@@ -82,8 +103,16 @@ def search_tokens(reader: IndexReader, tokens: Iterable[str], *, k: int = 10, me
     return run_plan(reader, plan, k=k, method=method, ignore=ignore, costs=costs, exact_ties=exact_ties)
 
 
-def run_plan(reader: IndexReader, plan: QueryPlan, *, k: int, method: str, ignore: frozenset[int] = frozenset(),
-             costs: CostModel | None = None, exact_ties: bool = True) -> SearchOutcome:
+def run_plan(
+    reader: IndexReader,
+    plan: QueryPlan,
+    *,
+    k: int,
+    method: str,
+    ignore: frozenset[int] = frozenset(),
+    costs: CostModel | None = None,
+    exact_ties: bool = True,
+) -> SearchOutcome:
     """Run one method on a prepared query (benchmarks time this part, as the paper does, §8.9)."""
     # deferred: the method modules import this package (a cycle at module level)
     from catalog.search.josie.brute_force import scan_overlaps
@@ -93,8 +122,9 @@ def run_plan(reader: IndexReader, plan: QueryPlan, *, k: int, method: str, ignor
 
     stats = SearchStats(method=method, n_query_tokens=plan.n)
     if method == "josie":
-        top = josie_top_k(reader, plan, k, costs=costs or DEFAULT_COSTS, ignore=ignore, exact_ties=exact_ties,
-                          stats=stats)
+        top = josie_top_k(
+            reader, plan, k, costs=costs or DEFAULT_COSTS, ignore=ignore, exact_ties=exact_ties, stats=stats
+        )
         results = top.results(reader)
     elif method == "probeset":
         results = probeset_top_k(reader, plan, k, ignore=ignore, exact_ties=exact_ties, stats=stats).results(reader)

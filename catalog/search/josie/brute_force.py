@@ -15,8 +15,9 @@ from catalog.search.josie.reader import IndexReader
 from catalog.search.josie.results import JoinResult, SearchStats
 
 
-def brute_force_top_k(columns: Mapping[str, Collection[str]], query: Collection[str], k: int, *,
-                      exclude_column_id: str | None = None) -> list[JoinResult]:
+def brute_force_top_k(
+    columns: Mapping[str, Collection[str]], query: Collection[str], k: int, *, exclude_column_id: str | None = None
+) -> list[JoinResult]:
     """Top k of column_id -> tokens by |tokens ∩ query|, from Python sets alone."""
     q = set(query)
     scored = []
@@ -34,8 +35,9 @@ def brute_force_top_k(columns: Mapping[str, Collection[str]], query: Collection[
     return out
 
 
-def scan_overlaps(reader: IndexReader, plan: QueryPlan, *, ignore: frozenset[int] = frozenset(),
-                  stats: SearchStats | None = None) -> dict[int, int]:
+def scan_overlaps(
+    reader: IndexReader, plan: QueryPlan, *, ignore: frozenset[int] = frozenset(), stats: SearchStats | None = None
+) -> dict[int, int]:
     """{set_id: overlap} over every set of the index (a full scan)."""
     stats = stats if stats is not None else SearchStats()
     out = {}

@@ -63,8 +63,12 @@ def load(conn: Connection | None, database: str) -> CostModel:
     """The fitted constants for `database`, or `DEFAULT_COSTS` when none were fitted."""
     if conn is None:
         return DEFAULT_COSTS
-    stmt = select(josie_cost_model.c.read_list_a, josie_cost_model.c.read_list_b, josie_cost_model.c.read_set_a,
-                  josie_cost_model.c.read_set_b).where(josie_cost_model.c.database == database)
+    stmt = select(
+        josie_cost_model.c.read_list_a,
+        josie_cost_model.c.read_list_b,
+        josie_cost_model.c.read_set_a,
+        josie_cost_model.c.read_set_b,
+    ).where(josie_cost_model.c.database == database)
     row = conn.execute(stmt).first()
     if row is None:
         return DEFAULT_COSTS
@@ -82,7 +86,7 @@ def fit(reader: IndexReader, *, n_samples: int = 200, repeats: int = 3, seed: in
     list_x, list_y = [], []
     lists.sort(key=lambda tf: (tf[1], tf[0]))
     for at in range(0, len(lists), _LIST_BLOCK):
-        block = lists[at:at + _LIST_BLOCK]
+        block = lists[at : at + _LIST_BLOCK]
         ids = sorted(t for t, _ in block)
         list_x.append(sum(f for _, f in block) / len(block))
         list_y.append(_best_of(repeats, lambda ids=ids: _consume_lists(reader, ids)) / len(block))
@@ -94,9 +98,18 @@ def fit(reader: IndexReader, *, n_samples: int = 200, repeats: int = 3, seed: in
     la, lb = _line(list_x, list_y)
     sa, sb = _line(set_x, set_y)
     model = CostModel(read_list_a=la, read_list_b=lb, read_set_a=sa, read_set_b=sb, fitted=True)
-    log.info("josie cost model fitted", extra={"database": reader.database, "n_lists": len(lists),
-                                                "n_sets": len(sets), "read_list_a": la, "read_list_b": lb,
-                                                "read_set_a": sa, "read_set_b": sb})
+    log.info(
+        "josie cost model fitted",
+        extra={
+            "database": reader.database,
+            "n_lists": len(lists),
+            "n_sets": len(sets),
+            "read_list_a": la,
+            "read_list_b": lb,
+            "read_set_a": sa,
+            "read_set_b": sb,
+        },
+    )
     return model
 
 
@@ -133,8 +146,13 @@ def _line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
 
 def store(conn: Connection, database: str, model: CostModel) -> None:
     """Insert or replace the row of `database` (the caller commits)."""
-    values = {"read_list_a": model.read_list_a, "read_list_b": model.read_list_b, "read_set_a": model.read_set_a,
-              "read_set_b": model.read_set_b, "fitted_at": dt.datetime.now(dt.UTC)}
+    values = {
+        "read_list_a": model.read_list_a,
+        "read_list_b": model.read_list_b,
+        "read_set_a": model.read_set_a,
+        "read_set_b": model.read_set_b,
+        "fitted_at": dt.datetime.now(dt.UTC),
+    }
     exists = conn.execute(select(josie_cost_model.c.database).where(josie_cost_model.c.database == database)).first()
     if exists:
         conn.execute(update(josie_cost_model).where(josie_cost_model.c.database == database).values(**values))

@@ -31,9 +31,14 @@ def _reader(conn: Connection) -> DbIndexReader:
 def _run(method: str) -> Any:
     def run(conn: Connection, request: JoinRequest) -> list[dict[str, Any]]:
         reader = _reader(conn)
-        outcome = search_join(reader, request.values, k=request.k, method=method,
-                              exclude_column_id=request.exclude_column_id,
-                              costs=cost_model.load(conn, reader.database))
+        outcome = search_join(
+            reader,
+            request.values,
+            k=request.k,
+            method=method,
+            exclude_column_id=request.exclude_column_id,
+            costs=cost_model.load(conn, reader.database),
+        )
         return [dataclasses.asdict(r) for r in outcome.results]
 
     return run
@@ -43,8 +48,13 @@ def _refit(conn: Connection) -> dict[str, Any]:
     reader = _reader(conn)
     model = cost_model.refit(conn, reader)
     conn.commit()
-    return {"database": reader.database, "read_list_a": model.read_list_a, "read_list_b": model.read_list_b,
-            "read_set_a": model.read_set_a, "read_set_b": model.read_set_b}
+    return {
+        "database": reader.database,
+        "read_list_a": model.read_list_a,
+        "read_list_b": model.read_list_b,
+        "read_set_a": model.read_set_a,
+        "read_set_b": model.read_set_b,
+    }
 
 
 FAMILY = SearchFamily(

@@ -13,8 +13,9 @@ from catalog.search.josie.reader import IndexReader
 from catalog.search.josie.results import SearchStats
 
 
-def mergelist_overlaps(reader: IndexReader, plan: QueryPlan, *, ignore: frozenset[int] = frozenset(),
-                       stats: SearchStats | None = None) -> dict[int, int]:
+def mergelist_overlaps(
+    reader: IndexReader, plan: QueryPlan, *, ignore: frozenset[int] = frozenset(), stats: SearchStats | None = None
+) -> dict[int, int]:
     """{set_id: overlap} of every set sharing a token with the query (ignored sets left out)."""
     stats = stats if stats is not None else SearchStats()
     runs = plan.runs()

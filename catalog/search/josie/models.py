@@ -46,8 +46,10 @@ class JosieSet(Base):
     size: Mapped[int] = mapped_column(Integer)
     tokens: Mapped[np.ndarray] = mapped_column(PackedInt32Array)
 
-    __table_args__ = (text_index("ix_josie_sets_column_id", "column_id"),
-                      text_index("ix_josie_sets_table_id", "table_id"))
+    __table_args__ = (
+        text_index("ix_josie_sets_column_id", "column_id"),
+        text_index("ix_josie_sets_table_id", "table_id"),
+    )
 
 
 class JosiePosting(Base):

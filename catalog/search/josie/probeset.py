@@ -14,8 +14,16 @@ from catalog.search.josie.reader import IndexReader
 from catalog.search.josie.results import SearchStats, TopK
 
 
-def probeset_top_k(reader: IndexReader, plan: QueryPlan, k: int, *, ignore: frozenset[int] = frozenset(),
-                   exact_ties: bool = True, stats: SearchStats | None = None, block: int = 20) -> TopK:
+def probeset_top_k(
+    reader: IndexReader,
+    plan: QueryPlan,
+    k: int,
+    *,
+    ignore: frozenset[int] = frozenset(),
+    exact_ties: bool = True,
+    stats: SearchStats | None = None,
+    block: int = 20,
+) -> TopK:
     stats = stats if stats is not None else SearchStats()
     top = TopK(k, exact_ties=exact_ties)
     n = plan.n

@@ -40,9 +40,11 @@ class QueryPlan:
 
 def plan_query(tokens: Sequence[QueryToken]) -> QueryPlan:
     tokens = sorted(tokens, key=lambda q: q.token_id)
-    return plan_arrays(np.array([q.token_id for q in tokens], dtype=np.int64),
-                       np.array([q.frequency for q in tokens], dtype=np.int64),
-                       np.array([q.group_id for q in tokens], dtype=np.int64))
+    return plan_arrays(
+        np.array([q.token_id for q in tokens], dtype=np.int64),
+        np.array([q.frequency for q in tokens], dtype=np.int64),
+        np.array([q.group_id for q in tokens], dtype=np.int64),
+    )
 
 
 def plan_arrays(token_ids: np.ndarray, frequencies: np.ndarray, group_ids: np.ndarray) -> QueryPlan:
@@ -51,8 +53,13 @@ def plan_arrays(token_ids: np.ndarray, frequencies: np.ndarray, group_ids: np.nd
     n = len(gids)
     ends = np.flatnonzero(np.append(gids[1:] != gids[:-1], True)) if n else np.empty(0, dtype=np.int64)
     starts = np.concatenate(([0], ends[:-1] + 1)) if n else ends
-    return QueryPlan(token_ids=np.asarray(token_ids, dtype=np.int64), frequencies=np.asarray(frequencies).tolist(),
-                     group_ids=gids.tolist(), run_ends=ends.tolist(), skipped=(ends - starts).tolist())
+    return QueryPlan(
+        token_ids=np.asarray(token_ids, dtype=np.int64),
+        frequencies=np.asarray(frequencies).tolist(),
+        group_ids=gids.tolist(),
+        run_ends=ends.tolist(),
+        skipped=(ends - starts).tolist(),
+    )
 
 
 def plan_tokens(reader: IndexReader, tokens: Iterable[str]) -> QueryPlan:
@@ -110,7 +117,7 @@ class ListReader:
                 assert chunk is not None
             hi = min(stop, self._first + len(chunk.offsets) - 1)
             a, b = chunk.offsets[r - self._first], chunk.offsets[hi - self._first]
-            offs = chunk.offsets[r - self._first:hi - self._first + 1] - a
+            offs = chunk.offsets[r - self._first : hi - self._first + 1] - a
             pieces.append(PackedLists(chunk.set_ids[a:b], chunk.positions[a:b], chunk.sizes[a:b], offs))
             r = hi
         self.stats.n_lists_read += stop - start
@@ -121,9 +128,12 @@ class ListReader:
         for pc in pieces[1:]:
             offsets.append(pc.offsets[1:] + base)
             base += pc.offsets[-1]
-        return PackedLists(np.concatenate([pc.set_ids for pc in pieces]),
-                           np.concatenate([pc.positions for pc in pieces]),
-                           np.concatenate([pc.sizes for pc in pieces]), np.concatenate(offsets))
+        return PackedLists(
+            np.concatenate([pc.set_ids for pc in pieces]),
+            np.concatenate([pc.positions for pc in pieces]),
+            np.concatenate([pc.sizes for pc in pieces]),
+            np.concatenate(offsets),
+        )
 
     def list_at(self, run_idx: int) -> PostingList:
         seg = self.segment(run_idx, run_idx + 1)

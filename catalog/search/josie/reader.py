@@ -73,8 +73,12 @@ def pack_lists(lists: Sequence[PostingList]) -> PackedLists:
         empty = np.empty(0, dtype="<i4")
         return PackedLists(empty, empty, empty, offsets)
     np.cumsum([len(pl.set_ids) for pl in lists], out=offsets[1:])
-    return PackedLists(np.concatenate([pl.set_ids for pl in lists]), np.concatenate([pl.positions for pl in lists]),
-                       np.concatenate([pl.sizes for pl in lists]), offsets)
+    return PackedLists(
+        np.concatenate([pl.set_ids for pl in lists]),
+        np.concatenate([pl.positions for pl in lists]),
+        np.concatenate([pl.sizes for pl in lists]),
+        offsets,
+    )
 
 
 @dataclass(frozen=True)
@@ -148,8 +152,14 @@ class InMemoryIndex:
 
     database = "memory"
 
-    def __init__(self, *, dictionary: Mapping[str, QueryToken], lists: Sequence[PostingList],
-                 sets: Mapping[int, np.ndarray], refs: Mapping[int, SetRef]) -> None:
+    def __init__(
+        self,
+        *,
+        dictionary: Mapping[str, QueryToken],
+        lists: Sequence[PostingList],
+        sets: Mapping[int, np.ndarray],
+        refs: Mapping[int, SetRef],
+    ) -> None:
         self.dictionary = dict(dictionary)
         self.lists = list(lists)  # indexed by token_id
         self.sets = dict(sets)
@@ -224,8 +234,12 @@ def posting_list_hash(set_ids: Sequence[int]) -> int:
     return mmh3.hash(np.asarray(set_ids, dtype="<i8").tobytes(), HASH_SEED)
 
 
-def build_memory_index(columns: Mapping[str, Iterable[str]], *, set_ids: Mapping[str, int] | None = None,
-                       token_order: Sequence[str] | None = None) -> InMemoryIndex:
+def build_memory_index(
+    columns: Mapping[str, Iterable[str]],
+    *,
+    set_ids: Mapping[str, int] | None = None,
+    token_order: Sequence[str] | None = None,
+) -> InMemoryIndex:
     """An index of `columns` (column_id -> tokens), built in pure Python in the Spark build's order.
 
     Set ids default to the rank of the column_id in sorted order. Columns without tokens get an empty
@@ -276,15 +290,21 @@ josie_meta = JosieMeta.__table__
 
 # Compiled once per dialect and run on the driver's cursor (`catalog.db.prepared`): the per-read
 # overhead of the hot single-row reads drops from ~100 µs to a few.
-_READ_LIST = PreparedSelect(select(josie_postings.c.set_ids, josie_postings.c.positions, josie_postings.c.sizes)
-                            .where(josie_postings.c.token_id == bindparam("token_id")))
-_READ_SUFFIX = PreparedSelect(select(func.substr(type_coerce(josie_sets.c.tokens, LargeBinary),
-                                                 bindparam("byte_start"), type_=LargeBinary))
-                              .where(josie_sets.c.set_id == bindparam("set_id")))
+_READ_LIST = PreparedSelect(
+    select(josie_postings.c.set_ids, josie_postings.c.positions, josie_postings.c.sizes).where(
+        josie_postings.c.token_id == bindparam("token_id")
+    )
+)
+_READ_SUFFIX = PreparedSelect(
+    select(
+        func.substr(type_coerce(josie_sets.c.tokens, LargeBinary), bindparam("byte_start"), type_=LargeBinary)
+    ).where(josie_sets.c.set_id == bindparam("set_id"))
+)
 _SET_OF = PreparedSelect(select(josie_sets.c.set_id).where(josie_sets.c.column_id == bindparam("column_id")))
 _INDEX_VERSION = PreparedSelect(select(josie_meta.c.value).where(josie_meta.c.key == bindparam("key")))
-_ALL_TOKENS = PreparedSelect(select(josie_tokens.c.token, josie_tokens.c.token_id, josie_tokens.c.frequency,
-                                    josie_tokens.c.group_id))
+_ALL_TOKENS = PreparedSelect(
+    select(josie_tokens.c.token, josie_tokens.c.token_id, josie_tokens.c.frequency, josie_tokens.c.group_id)
+)
 
 
 _EMPTY_LIST = PostingList(np.empty(0, dtype="<i4"), np.empty(0, dtype="<i4"), np.empty(0, dtype="<i4"))
@@ -310,8 +330,7 @@ _BLOCKS = (1, 4, 20, 64, 256)  # fixed IN-list sizes of batched reads (padded); 
 
 def _in_statements(columns: Sequence[Any], key: Any) -> dict[int, PreparedSelect]:
     """`SELECT columns WHERE key IN (:p0 … :pN)` for each block size N in `_BLOCKS`."""
-    return {b: PreparedSelect(select(*columns).where(key.in_([bindparam(f"p{i}") for i in range(b)])))
-            for b in _BLOCKS}
+    return {b: PreparedSelect(select(*columns).where(key.in_([bindparam(f"p{i}") for i in range(b)]))) for b in _BLOCKS}
 
 
 def _bind_all(cursor: DriverCursor, statements: dict[int, PreparedSelect]) -> dict[int, BoundSelect]:
@@ -330,7 +349,7 @@ def _run_in_blocks(statements: dict[int, BoundSelect], values: Sequence[Any], pa
     i = 0
     while i < len(values):
         size = next((b for b in _BLOCKS if b >= len(values) - i), _BLOCKS[-1])
-        chunk = list(values[i:i + size])
+        chunk = list(values[i : i + size])
         rows.extend(statements[size].all_in(chunk + [pad] * (size - len(chunk))))
         i += size
     return rows
@@ -445,8 +464,10 @@ class DbIndexReader:
 
     def read_lists(self, token_ids: Sequence[int]) -> list[PostingList]:
         ids = [int(t) for t in token_ids]
-        found = {int(tid): PostingList(_i32(sids), _i32(poss), _i32(sizes))
-                 for tid, sids, poss, sizes in _run_in_blocks(self._read_lists, ids, -1)}
+        found = {
+            int(tid): PostingList(_i32(sids), _i32(poss), _i32(sizes))
+            for tid, sids, poss, sizes in _run_in_blocks(self._read_lists, ids, -1)
+        }
         return [found.get(t, _EMPTY_LIST) for t in ids]
 
     def read_lists_packed(self, token_ids: list[int]) -> PackedLists:
@@ -465,8 +486,12 @@ class DbIndexReader:
         sids, poss, sizes = columns
         np.cumsum(np.fromiter(map(len, sids), dtype=np.int64, count=len(sids)), out=offsets[1:])
         offsets //= 4
-        return PackedLists(np.frombuffer(b"".join(sids), dtype="<i4"), np.frombuffer(b"".join(poss), dtype="<i4"),
-                           np.frombuffer(b"".join(sizes), dtype="<i4"), offsets)
+        return PackedLists(
+            np.frombuffer(b"".join(sids), dtype="<i4"),
+            np.frombuffer(b"".join(poss), dtype="<i4"),
+            np.frombuffer(b"".join(sizes), dtype="<i4"),
+            offsets,
+        )
 
     def read_set_suffix(self, set_id: int, start: int) -> np.ndarray:
         row = self._read_suffix.first(set_id=int(set_id), byte_start=4 * int(start) + 1)
@@ -489,19 +514,24 @@ class DbIndexReader:
         if max_id is None:
             return []
         wanted = [int(x) for x in _spread(int(max_id) + 1, n, rng)]
-        stmt = (select(josie_tokens.c.token_id, josie_tokens.c.frequency)
-                .where(josie_tokens.c.token_id.in_(bindparam("ids", expanding=True))))
+        stmt = select(josie_tokens.c.token_id, josie_tokens.c.frequency).where(
+            josie_tokens.c.token_id.in_(bindparam("ids", expanding=True))
+        )
         return [(int(t), int(f)) for t, f in self.conn.execute(stmt, {"ids": wanted})]
 
     def sample_sets(self, n: int, rng: random.Random) -> list[tuple[int, int]]:
-        biggest = self.conn.execute(select(josie_sets.c.set_id, josie_sets.c.size)
-                                    .order_by(josie_sets.c.size.desc(), josie_sets.c.set_id).limit(n // 4 + 1)).all()
+        biggest = self.conn.execute(
+            select(josie_sets.c.set_id, josie_sets.c.size)
+            .order_by(josie_sets.c.size.desc(), josie_sets.c.set_id)
+            .limit(n // 4 + 1)
+        ).all()
         max_id = self.conn.execute(select(func.max(josie_sets.c.set_id))).scalar()
         if max_id is None:
             return []
         wanted = [rng.randrange(int(max_id) + 1) for _ in range(n - len(biggest))]
-        stmt = (select(josie_sets.c.set_id, josie_sets.c.size)
-                .where(josie_sets.c.set_id.in_(bindparam("ids", expanding=True))))
+        stmt = select(josie_sets.c.set_id, josie_sets.c.size).where(
+            josie_sets.c.set_id.in_(bindparam("ids", expanding=True))
+        )
         rows = {int(s): int(z) for s, z in biggest}
         rows.update({int(s): int(z) for s, z in self.conn.execute(stmt, {"ids": wanted})})
         return sorted(rows.items())

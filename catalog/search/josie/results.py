@@ -105,6 +105,9 @@ def rank(reader: IndexReader, overlaps: dict[int, int], k: int) -> list[JoinResu
     out = []
     for sid, o in ordered:
         ref = refs[sid]
-        out.append(JoinResult(table_id=ref.table_id, column=split_column_id(ref.column_id)[1],
-                              column_id=ref.column_id, overlap=int(o)))
+        out.append(
+            JoinResult(
+                table_id=ref.table_id, column=split_column_id(ref.column_id)[1], column_id=ref.column_id, overlap=int(o)
+            )
+        )
     return out

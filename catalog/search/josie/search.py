@@ -128,9 +128,18 @@ def _set_costs(costs: CostModel, m: np.ndarray) -> np.ndarray:
     return np.maximum(costs.floor, costs.read_set_a + costs.read_set_b * np.maximum(0, m))
 
 
-def josie_top_k(reader: IndexReader, plan: QueryPlan, k: int, *, costs: CostModel = DEFAULT_COSTS,
-                batch_size: int = 20, ignore: frozenset[int] = frozenset(), exact_ties: bool = True,
-                stats: SearchStats | None = None, estimation_budget: int = 2_000_000) -> TopK:
+def josie_top_k(
+    reader: IndexReader,
+    plan: QueryPlan,
+    k: int,
+    *,
+    costs: CostModel = DEFAULT_COSTS,
+    batch_size: int = 20,
+    ignore: frozenset[int] = frozenset(),
+    exact_ties: bool = True,
+    stats: SearchStats | None = None,
+    estimation_budget: int = 2_000_000,
+) -> TopK:
     """The exact top-k sets by overlap with the query (see `results.TopK.results` for the answer)."""
     stats = stats if stats is not None else SearchStats()
     top = TopK(k, exact_ties=exact_ties)
@@ -159,15 +168,23 @@ def josie_top_k(reader: IndexReader, plan: QueryPlan, k: int, *, costs: CostMode
             if not cand.count:
                 break
             i = int(run_i[start - 1])
-            if _settle_by_sets(reader, cand, top, costs, q_ids, n, i, float(list_cost_upto[-1] - list_cost_upto[i]),
-                               stats):
+            if _settle_by_sets(
+                reader, cand, top, costs, q_ids, n, i, float(list_cost_upto[-1] - list_cost_upto[i]), stats
+            ):
                 break
         stop = min(n_runs, start + (max(1, interval - since_decision) if top.full else 1))
         if start < discovery_end < stop:
             stop = discovery_end  # end the segment where discovery ends: settling by sets may pay from there
         n_discover = stop - start if start < discovery_end else 0
-        _merge(cand, lists.segment(start, stop, fetch_until=discovery_end if n_discover else n_runs),
-               start, n_discover, run_i, run_s, stats)
+        _merge(
+            cand,
+            lists.segment(start, stop, fetch_until=discovery_end if n_discover else n_runs),
+            start,
+            n_discover,
+            run_i,
+            run_s,
+            stats,
+        )
         last = stop - 1
         i = int(run_i[last])
         if i == n - 1:
@@ -200,11 +217,11 @@ def josie_top_k(reader: IndexReader, plan: QueryPlan, k: int, *, costs: CostMode
             cost_x = costs.set_cost(size - 1 - j)
             if top.full:
                 if use_benefits and not benefit_is_current:  # kth may have risen, candidates gone
-                    _, benefit_batch = _assess(cand, top, costs, n, i, next_end, batch_size,
-                                               with_benefit=True, estimate=False)
+                    _, benefit_batch = _assess(
+                        cand, top, costs, n, i, next_end, batch_size, with_benefit=True, estimate=False
+                    )
                     budget -= 2 * cand.count
-                benefit_x = _read_benefit(x, est, cand, top, costs, n, i, list_cost_upto,
-                                          with_candidates=use_benefits)
+                benefit_x = _read_benefit(x, est, cand, top, costs, n, i, list_cost_upto, with_candidates=use_benefits)
                 if benefit_x - cost_x < benefit_batch - cost_batch:
                     break
                 use_benefits = budget > 0
@@ -222,8 +239,15 @@ def josie_top_k(reader: IndexReader, plan: QueryPlan, k: int, *, costs: CostMode
     return top
 
 
-def _merge(cand: _Candidates, seg: PackedLists, start: int, n_discover: int, run_i: np.ndarray,
-           run_s: np.ndarray, stats: SearchStats) -> None:
+def _merge(
+    cand: _Candidates,
+    seg: PackedLists,
+    start: int,
+    n_discover: int,
+    run_i: np.ndarray,
+    run_s: np.ndarray,
+    stats: SearchStats,
+) -> None:
     """Apply the lists of runs start, start+1, … (concatenated in `seg`) to the candidates: pending
     ones gain r per list they are in and move their latest position; an unseen set becomes a
     candidate in the first run it appears in if that is one of the first `n_discover` runs.
@@ -237,7 +261,7 @@ def _merge(cand: _Candidates, seg: PackedLists, start: int, n_discover: int, run
     cand.fit(int(sid.max()))
     offsets = seg.offsets
     if n_discover:
-        head = sid[:offsets[n_discover]]
+        head = sid[: offsets[n_discover]]
         new = np.flatnonzero(cand.status[head] == _UNSEEN)
         if len(new):
             made, first = np.unique(head[new], return_index=True)
@@ -253,7 +277,7 @@ def _merge(cand: _Candidates, seg: PackedLists, start: int, n_discover: int, run
     if len(apply) == 0:
         return
     ids = sid[apply]
-    skipped = run_s[start:start + len(offsets) - 1]
+    skipped = run_s[start : start + len(offsets) - 1]
     if skipped.any():
         gain = skipped[np.searchsorted(offsets, apply, side="right") - 1] + 1
         np.add.at(cand.partial, ids, gain)
@@ -280,8 +304,9 @@ def _best_first(cand: _Candidates, ids: np.ndarray, n: int, i: int) -> list[int]
     return ids[np.lexsort((ids, -ub, -est))].tolist()
 
 
-def _read_candidate(reader: IndexReader, cand: _Candidates, top: TopK, q_ids: np.ndarray, x: int,
-                    stats: SearchStats) -> None:
+def _read_candidate(
+    reader: IndexReader, cand: _Candidates, top: TopK, q_ids: np.ndarray, x: int, stats: SearchStats
+) -> None:
     """Read the rest of set x (after its latest match) and push its exact overlap."""
     cand.finish(x)
     suffix = reader.read_set_suffix(x, int(cand.j[x]) + 1)
@@ -290,16 +315,26 @@ def _read_candidate(reader: IndexReader, cand: _Candidates, top: TopK, q_ids: np
     top.push(x, int(cand.partial[x]) + count_matches(q_ids, suffix))
 
 
-def _fill_heap(reader: IndexReader, cand: _Candidates, top: TopK, q_ids: np.ndarray, n: int, i: int,
-               stats: SearchStats) -> None:
+def _fill_heap(
+    reader: IndexReader, cand: _Candidates, top: TopK, q_ids: np.ndarray, n: int, i: int, stats: SearchStats
+) -> None:
     for x in _best_first(cand, cand.pending(), n, i):
         if top.full:
             break
         _read_candidate(reader, cand, top, q_ids, x, stats)
 
 
-def _settle_by_sets(reader: IndexReader, cand: _Candidates, top: TopK, costs: CostModel, q_ids: np.ndarray,
-                    n: int, i: int, cost_lists: float, stats: SearchStats) -> bool:
+def _settle_by_sets(
+    reader: IndexReader,
+    cand: _Candidates,
+    top: TopK,
+    costs: CostModel,
+    q_ids: np.ndarray,
+    n: int,
+    i: int,
+    cost_lists: float,
+    stats: SearchStats,
+) -> bool:
     """Once discovery has ended, finish by reading every pending set when that costs less than
     reading the lists still unread (`cost_lists`); True when done so, and the search is over.
 
@@ -330,8 +365,18 @@ def _prune(cand: _Candidates, top: TopK, n: int, i: int) -> tuple[np.ndarray, np
     return ids, ub
 
 
-def _assess(cand: _Candidates, top: TopK, costs: CostModel, n: int, i: int, next_end: int, batch_size: int, *,
-            with_benefit: bool, estimate: bool = True) -> tuple[list[tuple[int, int]], float]:
+def _assess(
+    cand: _Candidates,
+    top: TopK,
+    costs: CostModel,
+    n: int,
+    i: int,
+    next_end: int,
+    batch_size: int,
+    *,
+    with_benefit: bool,
+    estimate: bool = True,
+) -> tuple[list[tuple[int, int]], float]:
     """Prune dominated candidates; estimate the others' overlaps (Eq. 4) and the benefit of reading
     the next batch of lists (Eqs. 9–12). Returns ([(est, set_id)] best first, benefit of the batch);
     when estimating and no estimate beats the k-th overlap (nothing will be read), ([], 0.0)."""
@@ -355,8 +400,9 @@ def _assess(cand: _Candidates, top: TopK, costs: CostModel, n: int, i: int, next
         trunc = (d * (size - j0) / (n - i0)).astype(np.int64)  # Eq. 10: how far the read start moves
         ub_next = partial + matches + np.minimum(n - 1 - next_end, size - 1 - (j + trunc))  # Eq. 11
         cost = _set_costs(costs, suffix)
-        gain = np.where(_below(ub_next, kth, top.exact_ties), cost,
-                        cost - _set_costs(costs, np.maximum(0, suffix - trunc)))
+        gain = np.where(
+            _below(ub_next, kth, top.exact_ties), cost, cost - _set_costs(costs, np.maximum(0, suffix - trunc))
+        )
         benefit = float(gain.sum())
     if not estimate:
         return [], benefit
@@ -364,8 +410,18 @@ def _assess(cand: _Candidates, top: TopK, costs: CostModel, n: int, i: int, next
     return list(zip(est[o].tolist(), ids[o].tolist(), strict=True)), benefit
 
 
-def _read_benefit(x: int, est: int, cand: _Candidates, top: TopK, costs: CostModel, n: int, i: int,
-                  list_cost_upto: np.ndarray, *, with_candidates: bool) -> float:
+def _read_benefit(
+    x: int,
+    est: int,
+    cand: _Candidates,
+    top: TopK,
+    costs: CostModel,
+    n: int,
+    i: int,
+    list_cost_upto: np.ndarray,
+    *,
+    with_candidates: bool,
+) -> float:
     """Eq. 7: lists the prefix would no longer need plus candidates the raised k-th overlap prunes."""
     kth, kth_new = top.kth, top.kth_after(est)
     if kth_new <= kth:

@@ -26,8 +26,9 @@ _UTF8 = ("utf-8", "surrogatepass")  # a lone surrogate encodes too: equal bytes 
 class TokenTable:
     """Tokens (distinct str) -> their int ids; absent tokens get -1."""
 
-    def __init__(self, tokens: Sequence[str], ids: Sequence[int] | np.ndarray, *,
-                 hash_of: Callable[[str], int] = hash) -> None:
+    def __init__(
+        self, tokens: Sequence[str], ids: Sequence[int] | np.ndarray, *, hash_of: Callable[[str], int] = hash
+    ) -> None:
         """`hash_of` must give equal strings equal int64 values; tests pass a weak one to force collisions."""
         n = len(tokens)
         token_ids = np.asarray(ids, dtype=np.int64)

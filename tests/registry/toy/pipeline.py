@@ -37,8 +37,9 @@ def update(spark: Any, settings: Settings, batch: ChangeBatch) -> dict[str, Any]
     if applied_batch(store, TOY) >= batch.batch_id:
         return {"mode": "skipped"}
     base = begin(store, TOY)
-    store.overwrite_where(TOY_COLUMNS, _columns(store, list(batch.added)), column="table_id",
-                          values=list(batch.touched))
+    store.overwrite_where(
+        TOY_COLUMNS, _columns(store, list(batch.added)), column="table_id", values=list(batch.touched)
+    )
     commit(store, TOY, base, batch_id=batch.batch_id, kind="update", state={"rebuilds": base.state.get("rebuilds", 0)})
     return {"mode": "update"}
 
@@ -65,8 +66,15 @@ def publish(session: Session, store: LakeStore, batch: ChangeBatch | None) -> di
     else:
         session.execute(delete(ToyColumn).where(ToyColumn.table_id.in_(list(batch.touched))))
         rows = rows.filter(pc.is_in(rows["table_id"], pa.array(list(batch.added), pa.string())))
-    values = [{"column_id": r["column_id"], "table_id": r["table_id"], "n_tokens": len(r["tokens"]),
-               "tokens": json.dumps(sorted(r["tokens"]))} for r in rows.to_pylist()]
+    values = [
+        {
+            "column_id": r["column_id"],
+            "table_id": r["table_id"],
+            "n_tokens": len(r["tokens"]),
+            "tokens": json.dumps(sorted(r["tokens"])),
+        }
+        for r in rows.to_pylist()
+    ]
     if values:
         session.execute(insert(ToyColumn), values)
     return {"toy_columns": len(values)}

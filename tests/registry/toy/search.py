@@ -17,9 +17,16 @@ from tests.registry.toy.models import ToyColumn
 def _join(conn: Connection, request: JoinRequest) -> list[dict[str, Any]]:
     query = {t for t in map(normalize_token, request.values) if t is not None}
     rows = conn.execute(select(ToyColumn.column_id, ToyColumn.table_id, ToyColumn.tokens)).all()
-    found = [{"overlap": len(query & set(json.loads(tokens))), "column_id": column_id, "table_id": table_id,
-              "column": column_id.split("#", 1)[1]} for column_id, table_id, tokens in rows
-             if column_id != request.exclude_column_id]
+    found = [
+        {
+            "overlap": len(query & set(json.loads(tokens))),
+            "column_id": column_id,
+            "table_id": table_id,
+            "column": column_id.split("#", 1)[1],
+        }
+        for column_id, table_id, tokens in rows
+        if column_id != request.exclude_column_id
+    ]
     found = [r for r in found if r["overlap"] > 0]
     found.sort(key=lambda r: (-r["overlap"], r["column_id"]))
     return found[: request.k]
@@ -35,7 +42,8 @@ def _count(args: argparse.Namespace, conn: Connection) -> dict[str, Any]:
 
 
 FAMILY = SearchFamily(
-    name="toy", models=(ToyColumn,),
+    name="toy",
+    models=(ToyColumn,),
     join_methods=(JoinMethod("toy", "brute force over the toy family's catalog table", _join),),
     kinds=(SearchKind("toycount", "how many columns the toy family holds for a table", _count_arguments, _count),),
 )

@@ -6,6 +6,7 @@ Revision ID: 0002_crawl
 Revises: 0001_foundation
 Create Date: 2026-11-22
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -6,6 +6,7 @@ Revision ID: 0003_profiles_keys
 Revises: 0002_crawl
 Create Date: 2026-11-22
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

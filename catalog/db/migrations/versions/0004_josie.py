@@ -4,6 +4,7 @@ Revision ID: 0004_josie
 Revises: 0003_profiles_keys
 Create Date: 2026-11-22
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -4,6 +4,7 @@ Revision ID: 0005_relations
 Revises: 0004_josie
 Create Date: 2026-11-22
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -39,8 +40,9 @@ def upgrade() -> None:
         sa.Column("exact", sa.Boolean(), nullable=False),
         sa.Column("method", sa.String(length=32), nullable=False),
         sa.Column("index_version", sa.BigInteger(), nullable=False),
-        sa.ForeignKeyConstraint(["column_id"], ["columns.column_id"], name=op.f("fk_joinable_column_id_columns"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["column_id"], ["columns.column_id"], name=op.f("fk_joinable_column_id_columns"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("column_id", "rank", name=op.f("pk_joinable")),
     )
     with op.batch_alter_table("joinable", schema=None) as batch_op:
@@ -57,8 +59,9 @@ def upgrade() -> None:
         sa.Column("exact", sa.Boolean(), nullable=False),
         sa.Column("method", sa.String(length=32), nullable=False),
         sa.Column("index_version", sa.BigInteger(), nullable=False),
-        sa.ForeignKeyConstraint(["table_id"], ["tables.table_id"], name=op.f("fk_unionable_table_id_tables"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["table_id"], ["tables.table_id"], name=op.f("fk_unionable_table_id_tables"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("table_id", "rank", name=op.f("pk_unionable")),
     )
     with op.batch_alter_table("unionable", schema=None) as batch_op:

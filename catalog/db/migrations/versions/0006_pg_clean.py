@@ -16,6 +16,7 @@ Revision ID: 0006_pg_clean
 Revises: 0005_relations
 Create Date: 2026-11-24
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,8 +34,17 @@ KEY = sa.String(length=32)
 _SQLITE_KEY_FUNCTION = "juncture_text_key_0006"
 
 # Parents before children (creation order); dropped in the reverse order.
-_TABLES = ("sources", "publish_runs", "tables", "columns", "column_profiles", "keys", "joinable", "unionable",
-           "josie_tokens")
+_TABLES = (
+    "sources",
+    "publish_runs",
+    "tables",
+    "columns",
+    "column_profiles",
+    "keys",
+    "joinable",
+    "unionable",
+    "josie_tokens",
+)
 # The digest columns each table gains, and the id each is computed from.
 _KEYS: dict[str, dict[str, str]] = {
     "tables": {"table_key": "table_id"},
@@ -172,8 +182,9 @@ def _create_new() -> None:
         sa.Column("position", sa.Integer(), nullable=False),
         sa.Column("header", sa.Text(), nullable=False),
         sa.Column("portal_type", sa.Text(), nullable=True),
-        sa.ForeignKeyConstraint(["table_key"], ["tables.table_key"], name="fk_columns_table_key_tables",
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["table_key"], ["tables.table_key"], name="fk_columns_table_key_tables", ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("column_key", name="pk_columns"),
     )
     op.create_index("ix_columns_table_key_position", "columns", ["table_key", "position"], unique=False)
@@ -202,8 +213,9 @@ def _create_new() -> None:
         sa.Column("uniqueness", sa.Float(), nullable=False),
         sa.Column("token_count", sa.Integer(), nullable=False),
         sa.Column("batch_id", sa.Text(), nullable=True),
-        sa.ForeignKeyConstraint(["column_key"], ["columns.column_key"],
-                                name="fk_column_profiles_column_key_columns", ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["column_key"], ["columns.column_key"], name="fk_column_profiles_column_key_columns", ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("column_key", name="pk_column_profiles"),
     )
     op.create_table(
@@ -216,8 +228,9 @@ def _create_new() -> None:
         sa.Column("uniqueness", sa.Float(), nullable=False),
         sa.Column("score", sa.Float(), nullable=False),
         sa.Column("batch_id", sa.Text(), nullable=True),
-        sa.ForeignKeyConstraint(["table_key"], ["tables.table_key"], name="fk_keys_table_key_tables",
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["table_key"], ["tables.table_key"], name="fk_keys_table_key_tables", ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_keys"),
     )
     op.create_index("ix_keys_table_key", "keys", ["table_key"], unique=False)
@@ -244,8 +257,9 @@ def _create_new() -> None:
         sa.Column("exact", sa.Boolean(), nullable=False),
         sa.Column("method", sa.String(length=32), nullable=False),
         sa.Column("index_version", sa.BigInteger(), nullable=False),
-        sa.ForeignKeyConstraint(["column_key"], ["columns.column_key"], name="fk_joinable_column_key_columns",
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["column_key"], ["columns.column_key"], name="fk_joinable_column_key_columns", ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("column_key", "rank", name="pk_joinable"),
     )
     _hash_index("ix_joinable_column_id", "joinable", "column_id")
@@ -262,8 +276,9 @@ def _create_new() -> None:
         sa.Column("exact", sa.Boolean(), nullable=False),
         sa.Column("method", sa.String(length=32), nullable=False),
         sa.Column("index_version", sa.BigInteger(), nullable=False),
-        sa.ForeignKeyConstraint(["table_key"], ["tables.table_key"], name="fk_unionable_table_key_tables",
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["table_key"], ["tables.table_key"], name="fk_unionable_table_key_tables", ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("table_key", "rank", name="pk_unionable"),
     )
     _hash_index("ix_unionable_table_id", "unionable", "table_id")
@@ -329,8 +344,9 @@ def _create_old() -> None:
         sa.Column("position", sa.Integer(), nullable=False),
         sa.Column("header", sa.Text(), nullable=False),
         sa.Column("portal_type", sa.String(length=64), nullable=True),
-        sa.ForeignKeyConstraint(["table_id"], ["tables.table_id"], name="fk_columns_table_id_tables",
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["table_id"], ["tables.table_id"], name="fk_columns_table_id_tables", ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("column_id", name="pk_columns"),
     )
     op.create_index("ix_columns_table_id_position", "columns", ["table_id", "position"], unique=False)
@@ -356,8 +372,9 @@ def _create_old() -> None:
         sa.Column("uniqueness", sa.Float(), nullable=False),
         sa.Column("token_count", sa.Integer(), nullable=False),
         sa.Column("batch_id", sa.String(length=64), nullable=True),
-        sa.ForeignKeyConstraint(["column_id"], ["columns.column_id"], name="fk_column_profiles_column_id_columns",
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["column_id"], ["columns.column_id"], name="fk_column_profiles_column_id_columns", ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("column_id", name="pk_column_profiles"),
     )
     op.create_table(
@@ -394,8 +411,9 @@ def _create_old() -> None:
         sa.Column("exact", sa.Boolean(), nullable=False),
         sa.Column("method", sa.String(length=32), nullable=False),
         sa.Column("index_version", sa.BigInteger(), nullable=False),
-        sa.ForeignKeyConstraint(["column_id"], ["columns.column_id"], name="fk_joinable_column_id_columns",
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["column_id"], ["columns.column_id"], name="fk_joinable_column_id_columns", ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("column_id", "rank", name="pk_joinable"),
     )
     op.create_index("ix_joinable_candidate_table_id", "joinable", ["candidate_table_id"], unique=False)
@@ -410,8 +428,9 @@ def _create_old() -> None:
         sa.Column("exact", sa.Boolean(), nullable=False),
         sa.Column("method", sa.String(length=32), nullable=False),
         sa.Column("index_version", sa.BigInteger(), nullable=False),
-        sa.ForeignKeyConstraint(["table_id"], ["tables.table_id"], name="fk_unionable_table_id_tables",
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["table_id"], ["tables.table_id"], name="fk_unionable_table_id_tables", ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("table_id", "rank", name="pk_unionable"),
     )
     op.create_index("ix_unionable_candidate_table_id", "unionable", ["candidate_table_id"], unique=False)

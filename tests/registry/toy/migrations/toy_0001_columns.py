@@ -17,11 +17,13 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.create_table("toy_columns",
-                    sa.Column("column_id", sa.Text(), primary_key=True),
-                    sa.Column("table_id", sa.Text(), nullable=False, index=True),
-                    sa.Column("n_tokens", sa.Integer(), nullable=False),
-                    sa.Column("tokens", sa.Text(), nullable=False))
+    op.create_table(
+        "toy_columns",
+        sa.Column("column_id", sa.Text(), primary_key=True),
+        sa.Column("table_id", sa.Text(), nullable=False, index=True),
+        sa.Column("n_tokens", sa.Integer(), nullable=False),
+        sa.Column("tokens", sa.Text(), nullable=False),
+    )
 
 
 def downgrade() -> None:

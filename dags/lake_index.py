@@ -78,14 +78,7 @@ def lake_index() -> None:
         trigger_dag_id="lake_rebuild",
         conf={"reason": "an index family is due for a rebuild"},
     )
-    chain(
-        land_manual(),
-        pending,
-        has_work(pending),
-        *stages,
-        rebuild_needed(),  # type: ignore[arg-type]
-        trigger,
-    )
+    chain(land_manual(), pending, has_work(pending), *stages, rebuild_needed(), trigger)  # type: ignore[arg-type]
 
 
 lake_index()

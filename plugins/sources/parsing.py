@@ -37,7 +37,7 @@ import unicodedata
 import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
@@ -157,7 +157,10 @@ def open_payload(path: str, limits: ParseLimits) -> IO[bytes]:
     if f.read(2) == _GZIP_MAGIC:
         f.seek(0)
         return io.BufferedReader(
-            CappedReader(gzip.GzipFile(fileobj=f), limits.max_decompressed_bytes, "decompressed content"), SAMPLE_BYTES
+            CappedReader(
+                cast(IO[bytes], gzip.GzipFile(fileobj=f)), limits.max_decompressed_bytes, "decompressed content"
+            ),
+            SAMPLE_BYTES,
         )
     f.seek(0)
     return f
@@ -508,8 +511,8 @@ def _parse_json(path: str, encoding: str, limits: ParseLimits) -> ParsedContent:
         raise ParseError(f"invalid JSON: {e}") from None
     if isinstance(doc, dict):
         if isinstance(doc.get("columns"), list) and isinstance(doc.get("data"), list):
-            names = [c.get("name") if isinstance(c, dict) else c for c in doc["columns"]]
-            return _rows_to_content(names, doc["data"], limits)
+            declared = [c.get("name") if isinstance(c, dict) else c for c in doc["columns"]]
+            return _rows_to_content(declared, doc["data"], limits)
         for key in ("data", "records", "rows", "results", "result"):
             if isinstance(doc.get(key), list):
                 doc = doc[key]
@@ -619,7 +622,7 @@ def _parse_delta(path: str, limits: ParseLimits) -> ParsedContent:
 
     try:
         dt = DeltaTable(path)
-        schema = pa.schema(dt.schema().to_arrow())  # type: ignore[arg-type]
+        schema = pa.schema(dt.schema().to_arrow())
         part_cols = list(dt.metadata().partition_columns)
         records = pa.table(dt.get_add_actions(flatten=True)).column("num_records").to_pylist()
         limits.check_shape(sum(r or 0 for r in records), len(schema))
@@ -645,7 +648,7 @@ def _parse_delta(path: str, limits: ParseLimits) -> ParsedContent:
     return arrow_as_text(table)
 
 
-def _open_binary(path_or_uri: str):  # type: ignore[no-untyped-def]
+def _open_binary(path_or_uri: str):
     """A local path with `open`, a remote URI (s3://, gs://, …) through pyarrow's filesystems."""
     if "://" not in path_or_uri:
         return open(path_or_uri, "rb")

@@ -311,8 +311,7 @@ def _crawl_one(
     added: list[ParsedTable],
     refresh: dict[str, str],
 ) -> None:
-    settled = prev is not None
-    if settled and prev.stamp == entry.stamp and entry.stamp:
+    if prev is not None and prev.stamp == entry.stamp and entry.stamp:
         report.unchanged += 1
         return
     tmp: Path | None = None
@@ -331,7 +330,7 @@ def _crawl_one(
             dl = client.download(entry.url, tmp_dir, headers=entry.headers, policy=entry.policy)
             tmp, sha, n, path = dl.path, dl.sha256, dl.n_bytes, str(dl.path)
             report.bytes += n
-        if settled and prev.sha == sha:
+        if prev is not None and prev.sha == sha:
             report.unchanged += 1
             refresh[entry.table_id] = entry.stamp
             return

@@ -104,7 +104,7 @@ def dataset_rows(tables: Sequence[ParsedTable], batch_id: int, now: dt.datetime)
                 "title": _storable(t.title),
                 "format": t.format,
                 "headers": column_headers([_storable(h) for h in t.headers]),
-                "portal_types": [_storable(p) for p in t.portal_types] or [None] * len(t.headers),
+                "portal_types": [_storable(p) for p in t.portal_types] or list[str | None]([None] * len(t.headers)),
                 "n_rows": t.n_rows,
                 "n_columns": len(t.headers),
                 "content_sha256": t.content_sha256,

@@ -24,10 +24,10 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urljoin, urlsplit
 
 import httpcore
@@ -147,14 +147,82 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-def _deadline_transport() -> httpx.HTTPTransport:
-    """httpx's transport over a connection pool whose sockets honour the deadline (httpx does not
-    take a network backend, so the pool it built is replaced by an equal one that uses ours)."""
-    transport = httpx.HTTPTransport()
-    transport._pool = httpcore.ConnectionPool(
-        ssl_context=httpx.create_ssl_context(), network_backend=_DeadlineBackend()
-    )
-    return transport
+# httpcore's errors and the httpx errors the client catches (httpx's own transport maps them the same way).
+_ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.ProxyError, httpx.ProxyError),
+    (httpcore.NetworkError, httpx.NetworkError),
+    (httpcore.TimeoutException, httpx.TimeoutException),
+    (httpcore.ProtocolError, httpx.ProtocolError),
+)
+
+
+@contextlib.contextmanager
+def _as_httpx_errors(request: httpx.Request) -> Iterator[None]:
+    try:
+        yield
+    except Exception as e:
+        for core, mapped in _ERRORS:
+            if isinstance(e, core):
+                raise mapped(str(e), request=request) from e
+        raise
+
+
+class _Body(httpx.SyncByteStream):
+    """A response body read through the pool, its errors as httpx's."""
+
+    def __init__(self, response: httpcore.Response, request: httpx.Request) -> None:
+        self._response, self._request = response, request
+
+    def __iter__(self) -> Iterator[bytes]:
+        with _as_httpx_errors(self._request):
+            yield from self._response.iter_stream()
+
+    def close(self) -> None:
+        self._response.close()
+
+
+class _DeadlineTransport(httpx.BaseTransport):
+    """httpx's public transport interface over an httpcore connection pool whose sockets honour the
+    call's deadline and connect only to checked addresses (`_DeadlineBackend`). httpx's own
+    transport takes no network backend, hence this small one of our own."""
+
+    def __init__(self) -> None:
+        self._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(), network_backend=_DeadlineBackend())
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        core = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+            headers=request.headers.raw,
+            content=cast(Iterable[bytes], request.stream),
+            extensions=request.extensions,
+        )
+        with _as_httpx_errors(request):
+            response = self._pool.handle_request(core)
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_Body(response, request),
+            extensions=response.extensions,
+        )
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def _deadline_transport() -> httpx.BaseTransport:
+    return _DeadlineTransport()
 
 
 @dataclass(frozen=True)

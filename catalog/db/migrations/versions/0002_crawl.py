@@ -1,6 +1,6 @@
-"""crawl: crawl state tables
+"""crawl (no schema change)
 
-No schema change. Kept so that catalogs already stamped with this revision upgrade through it.
+Kept so that catalogs already stamped with this revision upgrade through it.
 
 Revision ID: 0002_crawl
 Revises: 0001_foundation

@@ -169,7 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         queries = pick_queries(lake, args.queries, rng)
         k = args.k
         with engine.connect() as conn:
-            reader = DbIndexReader(conn, cache_dictionary=True)  # in-process dictionary (digest §2.7)
+            # the dictionary held in the process, as a server holds it
+            reader = DbIndexReader(conn, cache_dictionary=True)
             costs = cost_model.fit(reader, n_samples=300)
             _log(
                 f"cost model (SQLite, s): L(f) = {costs.read_list_a:.2e} + {costs.read_list_b:.2e}·f, "

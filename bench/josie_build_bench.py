@@ -1,6 +1,6 @@
 """JOSIE index build benchmark: full Spark build vs an incremental 1% ADD/DELETE batch, same lake.
 
-Target (issue 5): the 1% batch takes at most 5% of a full build, Spark start-up not counted (the
+Target: the 1% batch takes at most 5% of a full build, Spark start-up not counted (the
 session is started and warmed before either is timed). The tokens stage (column_tokens) is not
 timed either: both measure the josie stage alone. The batch is applied by both update engines
 (the driver's Arrow one, which `update_josie.run` picks at this size, and Spark's, on a copy of the

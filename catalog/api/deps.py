@@ -1,6 +1,6 @@
 """What every route needs: the catalog to read, and id checks at the edge.
 
-Ids are checked for shape before any query (DESIGN.md identity): a table_id is `socrata:…`,
+Ids are checked for shape before any query (identity contract, docs/contracts.md): a table_id is `socrata:…`,
 `ckan:…` or `file:…` without `#`; a column_id is `<table_id>#<header>`; neither, nor any text
 parameter, holds a control character, NUL or an unpaired surrogate. Garbage is a 422 (FastAPI's
 validation error, naming the parameter), never a database round trip or a 500.

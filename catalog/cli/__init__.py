@@ -1,1 +1,1 @@
-"""The `juncture` command line: a thin adapter over the library (DESIGN.md, "Command line")."""
+"""The `juncture` command line: a thin adapter over the library (docs/contracts.md, "The command line")."""

@@ -1,4 +1,4 @@
-"""Identity and normalization — the contract in DESIGN.md that every stage and every test share.
+"""Identity and normalization — the contract (docs/contracts.md) that every stage and every test share.
 
 `table_id` and `column_id` are stable strings (never database row ids), and a *token* is a cell value
 after one fixed normalization, so that the Spark jobs, the online search and the brute-force oracles

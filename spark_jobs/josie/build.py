@@ -1,10 +1,11 @@
 """JOSIE index, full build: silver `column_tokens` -> dictionary, integer sets, posting lists.
 
-JOSIE (Zhu et al., SIGMOD 2019), App. 7.1; digest research/josie.md §2 and the errata of §8 we
-apply: 0-based positions (§8.1); duplicate groups decided by exact list equality, never by the
-hash alone (§8.4: the groups come from grouping on the whole set-id array); the last group ends at
-N like every other (§8.3: no join with "the next group", so it cannot fall out); the list hash is
-mmh3 with a fixed seed over little-endian int64 set ids, deterministic on every worker (§8.4).
+JOSIE (Zhu et al., "JOSIE: Overlap Set Similarity Search for Finding Joinable Tables in Data Lakes",
+SIGMOD 2019), App. 7.1, with the corrections of docs/algorithms/josie.md: 0-based positions (A1);
+duplicate groups decided by exact list equality, never by the hash alone (A9: the groups come from
+grouping on the whole set-id array); the last group ends at N like every other (B1: no join with
+"the next group", so it cannot fall out); the list hash is mmh3 with a fixed seed over little-endian
+int64 set ids, deterministic on every worker (A10).
 
 Pipeline (all DataFrame ops; only per-partition row counts reach the driver):
 (token, set_id) pairs -> posting lists (sorted set ids) -> global order (frequency, hash, list, token)
@@ -163,7 +164,7 @@ def posting_lists(entries: DataFrame) -> DataFrame:
 
 
 def build_index(pairs: DataFrame, *, hash_modulus: int = 0) -> IndexFrames:
-    """Distinct (token, set_id) pairs -> the index (App. 7.1.1-7.1.4 with the §8 fixes).
+    """Distinct (token, set_id) pairs -> the index (App. 7.1.1-7.1.4 with the corrections of docs/algorithms/josie.md).
 
     `hash_modulus` is a test hook: a value > 0 folds the list hash so that equal-length lists
     collide; groups must still only join identical lists."""

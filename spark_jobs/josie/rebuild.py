@@ -1,7 +1,7 @@
 """JOSIE duplicate-group rebuild: re-sort and regroup the whole index, keeping set ids.
 
 Incremental updates leave new tokens at the end of the order and changed lists in singleton groups
-(research/josie.md §4, "Rebuild strategy"); this job rebuilds the dictionary, the integer sets and
+(JOSIE, SIGMOD 2019, App. 7.1.5); this job rebuilds the dictionary, the integer sets and
 the posting lists from the index's own (token, set) pairs exactly as a fresh build would, except
 that set ids (and `next_set_id`) are kept. It runs when the dirty share passes
 josie_settings(settings).dirty_threshold (the update stage reports `rebuild_due`), on schedule, and

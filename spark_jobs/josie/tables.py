@@ -1,4 +1,4 @@
-"""Names and schemas of the JOSIE index tables in the lake (the contract in notes/contracts.md).
+"""Names and schemas of the JOSIE index tables in the lake (described in docs/algorithms/josie.md, "Lake tables").
 
 * `josie_tokens(token, token_id, frequency, group_id)`: the dictionary. After a build or rebuild
   token ids are dense 0..N-1 in global order (frequency ascending, then the mmh3 hash of the posting

@@ -1,14 +1,14 @@
 """JOSIE index, incremental ADD/DELETE of (token, set) pairs for one change batch; the "josie" stage.
 
-JOSIE App. 7.1.5, digest research/josie.md §4 (with the case the paper misses). The batch's touched
-tables are diffed against what the index holds for them: a column that survives keeps its set id
-and gets a pair diff, a new column gets a new set id (never reused), a column gone or now empty
-loses its set. Every case follows from recomputing each *affected* set (one with any pair change)
-as a whole: its tokens re-sorted by token id give 0-based positions and the size, and every
-posting list that holds one of its tokens (before or after) is rebuilt from its unaffected entries
-plus the set's new entries. That covers case 2 (existing token, new set), case 3 (new token, existing
-set: new tokens sort last), case 4, DELETE (later positions shift down), and the missed case of an
-existing token added to an existing set (later positions shift up).
+JOSIE (SIGMOD 2019) App. 7.1.5, with the case the paper misses (docs/algorithms/josie.md, erratum
+A7). The batch's touched tables are diffed against what the index holds for them: a column that
+survives keeps its set id and gets a pair diff, a new column gets a new set id (never reused), a
+column gone or now empty loses its set. Every case follows from recomputing each *affected* set (one
+with any pair change) as a whole: its tokens re-sorted by token id give 0-based positions and the
+size, and every posting list that holds one of its tokens (before or after) is rebuilt from its
+unaffected entries plus the set's new entries. That covers case 2 (existing token, new set), case 3
+(new token, existing set: new tokens sort last), case 4, DELETE (later positions shift down), and
+the missed case of an existing token added to an existing set (later positions shift up).
 
 Existing token ids never change; new tokens get ids from `next_token_id` on, in (batch frequency,
 token) order. A list whose set-id membership changed (entries added or removed, new or vanished

@@ -9,7 +9,8 @@ per batch) and commits one Arrow table.
 Definitions (the tests re-derive each of them in plain Python):
 
 * `null_count`: missing cells (None). `empty_count`: present but blank or null-like text (the
-  DESIGN.md null-likes, i.e. `normalize_token(value) is None`). The other values are *present*.
+  null-likes of the identity contract in docs/contracts.md, i.e. `normalize_token(value) is None`).
+  The other values are *present*.
 * `distinct_count`: distinct present raw values — exact (`distinct_exact`) for tables of at most
   `EXACT_DISTINCT_MAX_ROWS` rows; above that HyperLogLog++ (`approx_count_distinct`) with relative
   standard deviation `HLL_RSD`, recorded in `distinct_error`, and top values from a 1 % row sample.

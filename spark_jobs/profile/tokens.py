@@ -1,7 +1,7 @@
 """Silver `column_tokens`: each column's distinct tokens with their multiplicity, per change batch.
 
 Every index (JOSIE, LSH Ensemble, joinability) and the profiles start from this one table, so they
-all agree on what a column's set is (DESIGN.md, "Identity and normalization").
+all agree on what a column's set is (docs/contracts.md, "Tokens and sets").
 
 Normalization runs as Spark SQL for pure-ASCII values — for those NFKC is the identity and
 `casefold()` is `lower()` — and through a Python UDF (`catalog.core.identity.normalize_token`) for the

@@ -4,7 +4,7 @@ Each answer carries the overlap, the containment in both directions, the Jaccard
 either side is a single-column key (silver `keys`, absent = no keys) and so the join's direction, an
 estimated join size from the value multiplicities, and `exact`.
 
-How the pairs are counted (research/josie.md §2.4, duplicate groups):
+How the pairs are counted (duplicate posting lists, as in JOSIE, SIGMOD 2019, §3.5):
 
 1. Posting lists are built from silver `column_tokens` (token -> sorted column ids). Identical lists
    are grouped (`groupBy(columns)`), so a group of r tokens with the same list is expanded into
@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 
 JOINABLE = "joinable"
 JOINABLE_CHANGES = "joinable_changes"
-KEYS = "keys"  # silver keys (profiling issue); optional
+KEYS = "keys"  # silver keys (spark_jobs/profile/keys.py); optional
 METHOD = "overlap-groups"
 
 JOINABLE_SCHEMA = pa.schema(

@@ -1,6 +1,6 @@
 """Gold `unionable`: for every table, its top-k unionable tables with the column alignment.
 
-Table union search (Nargesian et al., PVLDB 2018, as cited in research/zhu-thesis.md §3.5): a table
+Table union search (Nargesian, Zhu, Pu, Miller, "Table Union Search on Open Data", PVLDB 11(7), 2018): a table
 is unionable with mine when its columns can be put under mine one to one. Here:
 
 * **Column-pair score**: a weighted mean of the signals available for the pair (`SIGNALS`): value
@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 
 UNIONABLE = "unionable"
 UNIONABLE_CHANGES = "unionable_changes"
-PROFILES = "column_profiles"  # silver, profiling issue; optional
+PROFILES = "column_profiles"  # silver (spark_jobs/profile/profiles.py); optional
 METHOD = "tus-bipartite"
 MIN_PAIR_SCORE = 0.3
 

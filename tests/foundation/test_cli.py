@@ -57,7 +57,7 @@ def test_help_lists_every_contract_command() -> None:
 @pytest.mark.parametrize(
     "argv", [["search", "semantic", "--values", "-"], ["search", "nary", "--csv", "x.csv", "--key", "a"]]
 )
-def test_commands_of_later_issues_exit_2_not_available(
+def test_contract_commands_no_family_provides_exit_2(
     argv: list[str], home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(argv) == 2

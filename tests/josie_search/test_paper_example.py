@@ -1,4 +1,4 @@
-"""The paper's worked example (JOSIE, SIGMOD 2019, Examples 2–3; digest research/josie.md §3.4)."""
+"""The paper's worked example (JOSIE, SIGMOD 2019, §2.3–2.4, Examples 2–3)."""
 
 from __future__ import annotations
 

@@ -112,7 +112,7 @@ def test_query_all_in_one_duplicate_group_reads_one_list() -> None:
 
 
 def test_highest_frequency_group_is_found() -> None:
-    # The last duplicate group in global order (the most frequent tokens) must be searchable (§8.3).
+    # The last duplicate group in global order (the most frequent tokens) must be searchable (erratum B1).
     lake = {column_id("file:t.csv", f"c{i}"): {"common1", "common2", f"own{i}"} for i in range(6)}
     index = build_memory_index(lake)
     last_gid = max(q.group_id for q in index.dictionary.values())

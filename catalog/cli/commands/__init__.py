@@ -1,4 +1,4 @@
-"""The commands of the DESIGN.md command-line contract, one module each, in help order."""
+"""The commands of the command-line contract (docs/contracts.md), one module each, in help order."""
 
 from catalog.cli.commands import (
     crawl,

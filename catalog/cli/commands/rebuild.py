@@ -1,5 +1,5 @@
-"""`juncture rebuild`: catch up on pending batches, rebuild JOSIE's duplicate groups, recompute every
-joinable and unionable list, publish (the same steps as the `lake_rebuild` DAG)."""
+"""`juncture rebuild`: catch up on pending batches, rebuild each index family (JOSIE: its duplicate
+groups), recompute every joinable and unionable list, publish (the same steps as the `lake_rebuild` DAG)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Catalog entities: sources, tables, columns, column profiles, keys, and publish runs.
 
-Ids are the DESIGN.md strings (`table_id`, `column_id`), never row ids, so a catalog can be rebuilt
+Ids are the contract's strings (`table_id`, `column_id`; docs/contracts.md), never row ids, so a catalog can be rebuilt
 from the lake and still answer with the same ids. Deleting a table cascades to its columns, their
 profiles and its keys.
 
@@ -81,7 +81,7 @@ class CatalogColumn(Base):
 
 
 class ColumnProfile(Base):
-    """What a column holds, inferred from its values (issue: profiling)."""
+    """What a column holds, inferred from its values (written by spark_jobs/profile/profiles.py)."""
 
     __tablename__ = "column_profiles"
     column_key: Mapped[str] = mapped_column(

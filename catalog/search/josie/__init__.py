@@ -113,7 +113,8 @@ def run_plan(
     costs: CostModel | None = None,
     exact_ties: bool = True,
 ) -> SearchOutcome:
-    """Run one method on a prepared query (benchmarks time this part, as the paper does, §8.9)."""
+    """Run one method on a prepared query. Benchmarks time this part only, after the dictionary lookup
+    and the plan, as the JOSIE reference implementation's experiments do."""
     # deferred: the method modules import this package (a cycle at module level)
     from catalog.search.josie.brute_force import scan_overlaps
     from catalog.search.josie.mergelist import mergelist_overlaps  # deferred: as above

@@ -1,6 +1,6 @@
 """Read-cost lines of JOSIE's cost model, fitted on the storage the search reads from.
 
-JOSIE (digest research/josie.md §3.12, paper App. 7.2, Eq. 15) weighs reading a posting list of
+JOSIE (SIGMOD 2019, App. 7.2, Eq. 15) weighs reading a posting list of
 length f, L(f) = a + b·f, against reading m tokens of a candidate set, S(m) = a + b·m. The paper's
 constants were fitted on PostgreSQL with cold caches; ours must describe *our* read path (packed
 BLOBs through SQLAlchemy, warm caches, and the work once a list or set is in memory), so `refit`
@@ -9,7 +9,7 @@ vectorised merge per block as the search reads them (a list costs its share), an
 time, each intersected with a query. Samples lean towards long lists and big sets, as the released
 code's do. Both lines are fitted by least squares and stored in `josie_cost_model`, one row per
 database kind. `load` falls back to `DEFAULT_COSTS` when nothing was fitted. Costs are in seconds
-and clamped at `floor` (fitted intercepts can be negative, §8.6).
+and clamped at `floor` (fitted intercepts can be negative; docs/algorithms/josie.md, erratum A6).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""MergeList-D: read the posting list of every distinct query run and count (digest research/josie.md §3.1).
+"""MergeList-D: read the posting list of every distinct query run and count (JOSIE, SIGMOD 2019, §2.2).
 
 No set is read; the last list of each duplicate run credits the run length r to each of its sets.
 Its cost does not depend on k. Counting is vectorised with numpy.

@@ -1,5 +1,5 @@
 """ProbeSet-D: prefix filter plus position filter, reading each candidate the moment it is first seen
-(digest research/josie.md §3.4; Xiao et al. 2009 made into a search, the paper's baseline).
+(JOSIE, SIGMOD 2019, §2.3–2.4: Xiao et al. 2009 made into a search, the paper's baseline).
 
 0-based with s = skipped duplicates: stop when no unseen set can beat the k-th overlap
 (max possible n − i + s); prune a new candidate whose bound min(n − i + s, |X| − j + s) cannot enter

@@ -1,9 +1,9 @@
 """A query as the exact algorithms walk it: token ids in global order and its duplicate runs.
 
-Digest research/josie.md §2.4: tokens of one duplicate group are adjacent in token-id order, and so
-in the sorted query; of each maximal run of equal group ids only the *last* list is read, and it
-credits the run length r to every set in it (those r tokens sit at consecutive positions j−r+1 … j
-of each such set).
+Duplicate posting lists (JOSIE, SIGMOD 2019, §3.5 and App. 7.1.2): tokens of one duplicate group
+are adjacent in token-id order, and so in the sorted query; of each maximal run of equal group ids
+only the *last* list is read, and it credits the run length r to every set in it (those r tokens
+sit at consecutive positions j−r+1 … j of each such set).
 """
 
 from __future__ import annotations

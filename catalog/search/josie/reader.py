@@ -9,15 +9,15 @@ brute-force scan) use. Two implementations:
   (`substr`), so only the bytes after the match position travel. Many posting lists travel in one
   round trip and come back concatenated (`read_lists_packed`, one `frombuffer` per column).
   Long-running processes pass `cache_dictionary=True`: the token dictionary is then held in the
-  process per engine (`TokenDictionary`, as the reference code does, digest §2.7) and reloaded
+  process per engine (`TokenDictionary`, as the reference implementation does) and reloaded
   when `josie_meta.index_version` changes.
 - `InMemoryIndex`, built from plain Python sets by `build_memory_index`, follows the same global
-  order as the Spark build (digest research/josie.md §2.2, §2.4): posting lists sorted by
-  (length, mmh3 of the little-endian int64 set ids, the list itself); token id = rank in that order;
+  order as the Spark build (JOSIE, SIGMOD 2019, App. 7.1.2; docs/algorithms/josie.md): posting lists sorted by
+  (length, mmh3 of the little-endian int64 set ids, the list itself, then the token); token id = rank in that order;
   duplicate groups are maximal runs of *exactly* equal adjacent lists (never decided by hash alone).
-  (then the token, as the Spark build). Tests and benchmarks use it as an index that needs no database.
+  Tests and benchmarks use it as an index that needs no database.
 
-Positions are 0-based everywhere (digest §8.1).
+Positions are 0-based everywhere (the paper's formulas are 1-based; docs/algorithms/josie.md, erratum A1).
 """
 
 from __future__ import annotations
@@ -356,8 +356,8 @@ def _run_in_blocks(statements: dict[int, BoundSelect], values: Sequence[Any], pa
 
 
 class TokenDictionary:
-    """The whole token dictionary of one index version held in the process (digest §2.7: the reference
-    code keeps it in memory): token -> token_id (`TokenTable`), and frequency / group_id arrays
+    """The whole token dictionary of one index version held in the process (as the
+    reference implementation does): token -> token_id (`TokenTable`), and frequency / group_id arrays
     indexed by token_id."""
 
     def __init__(self, version: str, rows: Sequence[tuple[str, int, int, int]]) -> None:

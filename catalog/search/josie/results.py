@@ -1,11 +1,11 @@
 """What every join-search method returns, and the running top-k they share.
 
-Ranking contract (all methods, documented in DESIGN.md's CLI terms): results are ordered by
+Ranking contract (all methods; docs/contracts.md, "Output"): results are ordered by
 `overlap` descending, then `column_id` ascending; sets with overlap 0 are never returned; fewer
 than k results come back when fewer than k sets overlap the query. With `exact_ties=True` (the
 default) the k results are exactly the first k of that order over the whole lake: sets tied with
-the k-th overlap are never pruned (pruning uses `ub < kth`, not the paper's `ub <= kth`, digest
-§8.5), so the column_id tie-break sees all of them. `exact_ties=False` prunes ties as the paper does:
+the k-th overlap are never pruned (pruning uses `ub < kth`, not the paper's `ub <= kth` of
+§2.4), so the column_id tie-break sees all of them. `exact_ties=False` prunes ties as the paper does:
 the overlaps at every rank are still exact, but which of several sets tied at the k-th overlap is
 returned depends on the read order (still deterministic for a given index).
 """

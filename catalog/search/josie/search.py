@@ -1,19 +1,19 @@
 """JOSIE: exact top-k overlap set search that picks, at each step, the cheaper of reading the next
 batch of posting lists or reading a candidate set (Zhu et al., SIGMOD 2019, Algorithm 1).
 
-Follows the clean-room spec of our digest (research/josie.md §9, 0-based positions) with its errata:
-- partial overlaps *accumulate* (`partial += r`), never reset (§8.2, the released code's bug);
+Follows Algorithm 1 (§3.4), 0-based, with the corrections listed in docs/algorithms/josie.md:
+- partial overlaps *accumulate* (`partial += r`), never reset (erratum B2: the reference code's first release reset it);
 - duplicate groups: only the last list of each run of equal group ids is read and credits the run
-  length r; a candidate first met there starts at i0 = i − s, j0 = j − s (§8.4);
+  length r; a candidate first met there starts at i0 = i − s, j0 = j − s (erratum A11);
 - the search starts at position 0 (the printed pseudo-code starts at x_2), keeps an ignore set of
   read or pruned candidates so later lists never recreate them, stops creating candidates once no
   unseen set can beat the k-th overlap but keeps updating pending ones, and pushes every pending
-  candidate with its (then exact) count when all lists are read (§8.5);
+  candidate with its (then exact) count when all lists are read (errata A2, A3);
 - Eq. 9 uses the observed-window density, estimates are capped at the upper bound, costs are
-  clamped at a floor, and the prefix-shrink benefit counts only unread, distinct lists (§8.6).
+  clamped at a floor, and the prefix-shrink benefit counts only unread, distinct lists (errata A4–A6).
 While fewer than k sets are known, candidates are read at once, best estimate first (Algorithm 1:
 kth is 0 and prunes nothing). Afterwards read decisions are taken at batch boundaries (λ distinct
-lists, default 20), as in the released code (§3.11), except that a decision that reads no set
+lists, default 20), as in the reference implementation, except that a decision that reads no set
 doubles the distance to the next one (up to 16 batches; back to one batch after a read). Big
 queries over a skewed lake read thousands of short lists with nothing worth a set read, and a
 decision every 20 lists there cost more than the lists; when decisions happen changes only the

@@ -1,6 +1,6 @@
 """An exact string -> integer table for looking up thousands of query tokens at once.
 
-The search holds the whole token dictionary in the process (digest research/josie.md §2.7). As a
+The search holds the whole token dictionary in the process (as the JOSIE reference implementation does). As a
 Python dict of 600,000 strings it spreads keys, entries and values over some 90 MB of small heap
 objects, and a lookup costs three or four scattered memory accesses; on a virtual machine each of
 them is a TLB miss with a two-level page walk, so a 5,000-token query spent 4–5 ms in `dict.get`,

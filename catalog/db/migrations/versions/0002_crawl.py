@@ -1,6 +1,6 @@
-"""crawl: crawl state tables
+"""crawl (no schema change)
 
-Reserved slot in the migration chain, filled by the issue that owns these tables.
+Kept so that catalogs already stamped with this revision upgrade through it.
 
 Revision ID: 0002_crawl
 Revises: 0001_foundation

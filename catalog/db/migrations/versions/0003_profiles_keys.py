@@ -1,6 +1,6 @@
-"""profiles and keys: additions
+"""profiles and keys (no schema change)
 
-Reserved slot in the migration chain, filled by the issue that owns these tables.
+Kept so that catalogs already stamped with this revision upgrade through it.
 
 Revision ID: 0003_profiles_keys
 Revises: 0002_crawl

@@ -1,4 +1,4 @@
-"""pg clean: crawl-derived text unbounded, keys are fixed-size digests of it
+"""PostgreSQL-safe text: crawl-derived text unbounded, keys are fixed-size digests of it
 
 Every column that holds text from the crawl (ids, headers, titles, portal stamps and types, batch
 ids, tokens) becomes TEXT, so PostgreSQL neither truncates nor refuses what SQLite stores. A

@@ -88,7 +88,7 @@ def build_demo_lake(home: Path, flights_rows: int | None) -> tuple[Settings, dic
             for t in tables
         ]
     batch = land_batch(LakeStore(settings.lake, spark), tables, [], n_buckets=settings.index.cells_buckets)
-    stages = [(n, s) for n, s in pipeline.stages() if n != "publish"]
+    stages = [(n, s) for n, s in pipeline.all_stages() if n != "publish"]
     report = pipeline.run_batch(spark, settings, batch, stages)
     table_ids = [t.table_id for t in tables]
     column_ids = [f"{t.table_id}#{h}" for t in tables for h in column_headers(list(t.headers))]

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def stages() -> list[tuple[str, Stage]]:
+def all_stages() -> list[tuple[str, Stage]]:
     """(name, job) in execution order: silver, then each index family's update, relate, publish
     (the names are `plan.stage_names()`)."""
     return [
@@ -60,12 +60,12 @@ def pending_batches(store: LakeStore, settings: Settings) -> list[ChangeBatch]:
 
 
 def run_batch(
-    spark: SparkSession, settings: Settings, batch: ChangeBatch, jobs: Sequence[tuple[str, Stage]] | None = None
+    spark: SparkSession, settings: Settings, batch: ChangeBatch, stages: Sequence[tuple[str, Stage]] | None = None
 ) -> BatchReport:
-    """Run every stage (or `jobs`) for `batch`, in order, timing each."""
+    """Run every stage (or `stages`) for `batch`, in order, timing each."""
     report = BatchReport(batch.batch_id, len(batch.added), len(batch.deleted))
     with log_context(batch_id=batch.batch_id):
-        for name, stage in jobs or stages():
+        for name, stage in stages or all_stages():
             t0 = time.perf_counter()
             report.results[name] = stage(spark, settings, batch)
             report.seconds[name] = round(time.perf_counter() - t0, 3)

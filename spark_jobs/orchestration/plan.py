@@ -1,5 +1,5 @@
 """The names of the pipeline stages and of the rebuild steps, derived from the family registry without
-importing any job (the DAG files read them at parse time; `pipeline.stages()` and `rebuild.STEPS`
+importing any job (the DAG files read them at parse time; `pipeline.all_stages()` and `rebuild.STEPS`
 are the jobs themselves, and a test checks the two agree)."""
 
 from __future__ import annotations

@@ -131,10 +131,10 @@ def run_stage(
     """Run pipeline stage `stage` for each batch, oldest first (each stage is idempotent per batch)."""
     from spark_jobs.lake.batches import load_batch  # deferred: the DAG files import this module at parse time
     from spark_jobs.lake.store import LakeStore  # deferred: the DAG files import this module at parse time
-    from spark_jobs.orchestration.pipeline import stages  # deferred: the DAG files import this module at parse time
+    from spark_jobs.orchestration.pipeline import all_stages  # deferred: the DAG files import this module at parse time
 
     settings = settings or current_settings()
-    jobs = dict(stages())
+    jobs = dict(all_stages())
     if stage not in jobs:
         raise UserError(f"unknown pipeline stage {stage!r} (stages: {', '.join(jobs)})")
     if not batch_ids:

@@ -7,11 +7,9 @@ master named by the Airflow connection `settings.airflow.spark_conn_id` (cluster
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,24 +45,6 @@ PORTAL_RETRIES: dict[str, Any] = {
 }
 
 
-@contextlib.contextmanager
-def private_settings_file(folder: Path, name: str, text: str) -> Iterator[Path]:
-    """`text` (settings holding secrets: catalog URL, portal keys) in `folder/name`, readable by
-    this user only (file 0600, folder 0700) and removed when the block ends, however it ends.
-    A file left by a killed run under the same name is replaced, never reused."""
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(folder, 0o700)
-    path = folder / name
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        yield path
-    finally:
-        path.unlink(missing_ok=True)
-
-
 class JunctureStageOperator(SparkSubmitOperator):
     """One pipeline stage for the pending batches (`spark_jobs.orchestration.run_stage`).
 
@@ -98,7 +78,9 @@ class JunctureStageOperator(SparkSubmitOperator):
         master = self._get_hook()._connection["master"]
         submit_dir = Path(settings.airflow.home or settings.home / "airflow") / "submit"
         name = f"{context['run_id']}-{self.stage}.toml".replace(":", "_").replace("+", "_").replace("/", "_")
-        with private_settings_file(submit_dir, name, dag_tasks.settings_toml(settings, master=master)) as config:
+        with dag_tasks.private_settings_file(
+            submit_dir, name, dag_tasks.settings_toml(settings, master=master)
+        ) as config:
             python = sys.executable
             self.env_vars = {
                 "JUNCTURE_CONFIG": str(config),

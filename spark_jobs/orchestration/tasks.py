@@ -17,8 +17,10 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from catalog.core.errors import UserError
@@ -190,6 +192,24 @@ def rebuild_step(step: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------- settings files
+@contextlib.contextmanager
+def private_settings_file(folder: Path, name: str, text: str) -> Iterator[Path]:
+    """`text` (settings holding secrets: catalog URL, portal keys) in `folder/name`, readable by
+    this user only (file 0600, folder 0700) and removed when the block ends, however it ends.
+    A file left by a killed run under the same name is replaced, never reused."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(folder, 0o700)
+    path = folder / name
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
 def settings_toml(settings: Settings, **spark_overrides: str) -> str:
     """`settings` as a juncture.toml, so a spark-submitted job loads exactly the caller's settings."""
 
@@ -235,6 +255,7 @@ __all__ = [
     "lake_lock",
     "land_manual",
     "pending_batch_ids",
+    "private_settings_file",
     "rebuild_needed",
     "rebuild_step",
     "rebuild_step_names",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dags.common import private_settings_file
+from spark_jobs.orchestration.tasks import private_settings_file
 
 SECRET = 'catalog_url = "postgresql://juncture:s3cret@db/juncture"\n'
 

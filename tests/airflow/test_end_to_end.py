@@ -11,14 +11,12 @@ import io
 from pathlib import Path
 from urllib.parse import urlparse
 
-import pyarrow as pa
 import pytest
 
 from catalog import lookup
 from catalog.core.identity import column_headers, socrata_table_id
 from catalog.core.settings import Settings, SourceConfig
 from catalog.db.engine import open_catalog, session_scope
-from spark_jobs.lake.store import LakeStore
 from spark_jobs.orchestration import airflow_runner as airflow_env
 from spark_jobs.orchestration import tasks as dag_tasks
 
@@ -141,9 +139,6 @@ def test_crawl_index_change_and_manual_update(af_settings: Settings, tmp_path: P
     # Round 3: a manual trigger adds a file from outside the sources and deletes a portal table; the
     # dirty-share check is forced (threshold below any share) so lake_index also triggers lake_rebuild.
     e = write(tmp_path / "manual" / "e.csv", [["name", "lang"], ["Norway", "no"]])
-    store = LakeStore(settings.lake)
-    if not store.exists(dag_tasks.JOSIE_STATE):  # the JOSIE stage may not be in the pipeline
-        store.overwrite(dag_tasks.JOSIE_STATE, pa.table({"index_version": [1], "dirty_share": [0.0]}))
     forced = dataclasses.replace(settings, index=settings.index.with_family("josie", dirty_threshold=-1.0))
     run = airflow_env.run_dag(forced, "lake_index", {"add": [str(e)], "delete": [sid["aaaa-0003"]]})
     assert run.tasks["trigger_rebuild"] == "success"

@@ -44,8 +44,14 @@ def padded_xlsx(path: Path, rows: list[list[object]], dimension: str = "A1:XFD20
 
 
 def peak_rss_mb(code: str) -> tuple[float, str]:
-    """Run `code` in a fresh interpreter; its peak resident memory in MB and its last output line."""
-    wrapped = code + "\nimport resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    """Run `code` in a fresh interpreter; its peak resident memory in MB and its last output line.
+
+    The peak is the process's own high-water mark (`VmHWM`), not `ru_maxrss`: Linux carries the
+    forked parent's resident size over exec into `ru_maxrss`, so a child of a large test process
+    would report the parent's memory as its own."""
+    wrapped = code + (
+        "\nprint(next(int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmHWM')) / 1024)"
+    )
     done = subprocess.run(
         [sys.executable, "-c", wrapped],
         capture_output=True,

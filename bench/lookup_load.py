@@ -12,17 +12,15 @@ precompute's time for the demo lake beside the index build's.
    After a 5-second warm-up of all clients, reports requests per second, p50 and p99 latency and
    errors (any non-2xx or failure). The index pipeline runs in a child process, so that its Spark
    JVM is gone before the load test starts.
-3. The servers compared (`--fast-path`, `--baseline-root`): `fast_path_on` is the API as shipped,
-   `fast_path_off` leaves out the ASGI fast path (`catalog.api.fast_path`), so every lookup goes
-   through FastAPI's routes, and `baseline` serves the API of another checkout (an older commit, to
-   tell a change from the machine's noise). With `--rounds N` each variant runs N times, the
-   variants taking turns, and its latencies are pooled; the report gives each variant's ratios to
-   `fast_path_on`.
+3. The servers compared: `current` is the API as shipped, and with `--baseline-root` `baseline`
+   serves the API of another checkout (an older commit, to tell a change from the machine's
+   noise). With `--rounds N` each runs N times, taking turns, and its latencies are pooled; the
+   report gives the baseline's ratios to `current`.
 
 Target: p99 <= 5 ms and no errors with 8 clients for 60 s.
 
     .venv/bin/python -m bench.lookup_load [--seconds 60] [--clients 8] [--workers 2] [--flights-rows 20000]
-        [--databases sqlite,postgresql] [--fast-path on,off] [--baseline-root DIR] [--rounds 1]
+        [--databases sqlite,postgresql] [--baseline-root DIR] [--rounds 1]
         [--pg-admin-url postgresql+psycopg://postgres@127.0.0.1:5432/postgres]
 """
 
@@ -52,12 +50,11 @@ _SERVER = """
 import sys, dataclasses, pathlib
 from catalog.core.settings import load_settings
 from catalog.api.server import serve
-home, url, port, workers, fast = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+home, url, port, workers = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 settings = dataclasses.replace(load_settings({}, cwd=pathlib.Path(home)), catalog_url=url)
 if __name__ == "__main__":
-    serve(settings, "127.0.0.1", port, workers=workers, fast_path=fast == "on")
+    serve(settings, "127.0.0.1", port, workers=workers)
 """
-_BASELINE_SERVER = _SERVER.replace(', fast_path=fast == "on")', ")")  # an older checkout's serve()
 
 
 def build_demo_lake(home: Path, flights_rows: int | None) -> tuple[Settings, dict[str, float], list[str], list[str]]:
@@ -169,18 +166,17 @@ def _client(args: tuple[str, list[str], float, int]) -> tuple[list[float], int]:
 @dataclasses.dataclass(frozen=True)
 class Variant:
     """A server to load-test: the API of checkout `root` (this one, or `--baseline-root`), run by
-    `script` with its argument `fast_path`."""
+    `script`."""
 
     name: str
     root: Path
     script: str
-    fast_path: str = "on"
 
 
-def variants(fast_path: str, baseline_root: str | None) -> list[Variant]:
-    chosen = [Variant(f"fast_path_{v}", ROOT, _SERVER, v) for v in fast_path.split(",") if v]
+def variants(baseline_root: str | None) -> list[Variant]:
+    chosen = [Variant("current", ROOT, _SERVER)]
     if baseline_root:
-        chosen.append(Variant("baseline", Path(baseline_root).resolve(), _BASELINE_SERVER))
+        chosen.append(Variant("baseline", Path(baseline_root).resolve(), _SERVER))
     return chosen
 
 
@@ -191,7 +187,7 @@ def _load_round(
     The server runs in `variant.root` (`python -c` puts its working directory first on the path)."""
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-c", variant.script, str(home), catalog_url, str(port), str(workers), variant.fast_path],
+        [sys.executable, "-c", variant.script, str(home), catalog_url, str(port), str(workers)],
         cwd=variant.root,
     )
     base = f"http://127.0.0.1:{port}"
@@ -289,11 +285,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--pg-admin-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
     parser.add_argument(
-        "--fast-path",
-        default="on,off",
-        help="variants to load-test: on (as shipped), off (every lookup through the routes)",
-    )
-    parser.add_argument(
         "--baseline-root",
         default=None,
         metavar="DIR",
@@ -306,10 +297,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="rounds of --seconds per variant, the variants taking turns within each round",
     )
     args = parser.parse_args(argv)
-    if set(args.fast_path.split(",")) - {"on", "off", ""}:
-        parser.error("--fast-path takes on, off or on,off")
-    chosen = variants(args.fast_path, args.baseline_root)
-    if not chosen or args.rounds < 1:
+    chosen = variants(args.baseline_root)
+    if args.rounds < 1:
         parser.error("nothing to load-test")
 
     from spark_jobs.lake.batches import load_batch  # deferred: each benchmark loads only what it runs
@@ -360,12 +349,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rounds=args.rounds,
             )
             report: dict[str, object] = {"publish_seconds": published, **results}
-            on = results.get("fast_path_on")
-            for name in ("fast_path_off", "baseline"):
-                if on is not None and name in results:
-                    report[f"{name}_over_on"] = {
-                        m: round(results[name][m] / on[m], 2) for m in ("req_per_s", "p50_ms", "p99_ms")
-                    }
+            if "baseline" in results:
+                current = results["current"]
+                report["baseline_over_current"] = {
+                    m: round(results["baseline"][m] / current[m], 2) for m in ("req_per_s", "p50_ms", "p99_ms")
+                }
             out[database] = report
         finally:
             if drop:

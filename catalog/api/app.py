@@ -19,7 +19,6 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, OperationalError
 
 from catalog.api import columns, joinable, keys, tables, unionable
-from catalog.api.fast_path import LookupFastPath
 from catalog.core.errors import UnknownIdError, UserError
 from catalog.core.settings import Settings
 from catalog.db.engine import open_reader
@@ -53,9 +52,8 @@ class RequestSizeLimit:
         await self.app(scope, receive, send)
 
 
-def create_app(settings: Settings, *, fast_path: bool = True) -> FastAPI:
-    """The API on `settings.catalog_url`; `fast_path=False` leaves out `LookupFastPath` (for the
-    load test's comparison: the answers are the same either way)."""
+def create_app(settings: Settings) -> FastAPI:
+    """The API on `settings.catalog_url`."""
     app = FastAPI(
         title="Juncture catalog",
         version="1",
@@ -67,8 +65,6 @@ def create_app(settings: Settings, *, fast_path: bool = True) -> FastAPI:
     for module in (tables, columns, keys, joinable, unionable):
         app.include_router(module.router)
 
-    if fast_path:
-        app.add_middleware(LookupFastPath)  # inside the size limit: added first
     app.add_middleware(RequestSizeLimit)
 
     @app.exception_handler(UnknownIdError)

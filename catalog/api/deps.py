@@ -36,7 +36,7 @@ def catalog_of(request: Request) -> Connection:
 
 
 def catalog_of_state(state: Any) -> Connection:
-    """`catalog_of` for an app's `state` (the fast path has no Request object)."""
+    """`catalog_of` for an app's `state`."""
     local = state.connections
     connection: Connection | None = getattr(local, "connection", None)
     if connection is None or connection.invalidated or connection.closed:

@@ -167,11 +167,11 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return _Loop()
 
 
-def _run_worker(settings: Settings, sock: socket.socket, fast_path: bool = True) -> None:
+def _run_worker(settings: Settings, sock: socket.socket) -> None:
     """One server process on `sock` until SIGINT or SIGTERM (uvicorn then stops accepting and lets
     the requests in flight finish)."""
     config = uvicorn.Config(
-        create_app(settings, fast_path=fast_path),
+        create_app(settings),
         log_level="warning",
         access_log=False,
         loop=f"{__name__}:new_event_loop",
@@ -179,20 +179,20 @@ def _run_worker(settings: Settings, sock: socket.socket, fast_path: bool = True)
     uvicorn.Server(config).run(sockets=[sock])
 
 
-def serve(settings: Settings, host: str, port: int, *, workers: int = 1, fast_path: bool = True) -> None:
+def serve(settings: Settings, host: str, port: int, *, workers: int = 1) -> None:
     """Serve until interrupted. With `workers > 1` this process only supervises the worker
-    processes and stops them all on Ctrl-C or SIGTERM. (`fast_path`: see `create_app`.)"""
+    processes and stops them all on Ctrl-C or SIGTERM."""
     if not 1 <= workers <= MAX_WORKERS:
         raise UserError(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
     if workers == 1:
         sock = bind(host, port)
         log.info("serving the lookup API", extra={"host": host, "port": sock.getsockname()[1], "workers": 1})
-        _run_worker(settings, sock, fast_path)
+        _run_worker(settings, sock)
         return
     sockets = bind_shared(host, port, workers)
     log.info("serving the lookup API", extra={"host": host, "port": sockets[0].getsockname()[1], "workers": workers})
     spawn = mp.get_context("spawn")
-    processes = [spawn.Process(target=_run_worker, args=(settings, sock, fast_path), daemon=True) for sock in sockets]
+    processes = [spawn.Process(target=_run_worker, args=(settings, sock), daemon=True) for sock in sockets]
     for process in processes:
         process.start()
     for sock in sockets:  # each worker holds its own copy; a worker that exits takes its socket along

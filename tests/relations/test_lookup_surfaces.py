@@ -121,25 +121,6 @@ def test_reader_connection_answers_as_a_session_does(two_states, published):
     engine.dispose()
 
 
-def test_fast_path_answers_as_the_routes_do(two_states, published):
-    """Well-formed joinable/unionable GETs skip FastAPI's request machinery (`api.fast_path`); a
-    query parameter the routes ignore sends the same request through the routes. Both must give
-    the same bytes and headers, and a request the fast path declines must still be validated."""
-    with TestClient(create_app(published)) as client:
-        paths = [f"/v1/joinable/{quote(c, safe='')}" for c in two_states.column_ids()[:10]]
-        paths += [f"/v1/unionable/{quote(t.table_id, safe='')}" for t in two_states.tables_b]
-        answered = 0
-        for path in paths:
-            for params in ({}, {"k": "3"}, {"k": "2", "offset": "1"}):
-                fast = client.get(path, params=params)
-                routed = client.get(path, params={**params, "via": "routes"})
-                assert (fast.status_code, fast.content) == (routed.status_code, routed.content), (path, params)
-                assert fast.headers["content-type"] == routed.headers["content-type"]
-                answered += fast.status_code == 200
-        assert answered > 0
-        assert client.get(paths[0], params={"k": "03x"}).status_code == 422
-
-
 def test_pagination_walks_the_whole_list(two_states, published):
     client = TestClient(create_app(published))
     column_id = max(

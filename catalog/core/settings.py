@@ -90,6 +90,11 @@ class IndexSettings:
     unionable_k: int = 10
     # relate: posting lists longer than this are skipped (answers touching them say exact=false)
     joinable_max_list: int = 1000
+    # relate: each table is scored against at most this many candidate tables, chosen by rare shared
+    # headers and joinable evidence; headers carried by more than `unionable_header_max_tables`
+    # tables are no evidence at all
+    unionable_candidates: int = 50
+    unionable_header_max_tables: int = 200
     # `[index.<family>]` tables: each index family's own settings object (`catalog.core.registry`);
     # a family without a table gets its defaults.
     families: Mapping[str, Any] = field(default_factory=dict)

@@ -26,7 +26,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RELATE = UnitSpec(
-    "relate", (joinable.JOINABLE, joinable.JOINABLE_CHANGES, unionable.UNIONABLE, unionable.UNIONABLE_CHANGES)
+    "relate",
+    (
+        joinable.JOINABLE,
+        joinable.JOINABLE_CHANGES,
+        unionable.UNIONABLE,
+        unionable.UNIONABLE_CHANGES,
+        unionable.UNIONABLE_CANDIDATES,
+        unionable.UNIONABLE_HEADERS,
+    ),
 )
 
 
@@ -63,15 +71,10 @@ def relate_all(spark: SparkSession, settings: Settings) -> dict[str, Any]:
         index_version=version,
     )
     j = store.overwrite(joinable.JOINABLE, lists.select(*joinable.JOINABLE_SCHEMA.names))
-    lists = store.read(joinable.JOINABLE)
-    features = unionable.column_features(spark, store, tokens).cache()
-    pairs = unionable.candidate_pairs(features, lists, settings.index.joinable_max_list).cache()
-    rows = unionable.unionable_rows(features, pairs, lists, k=settings.index.unionable_k, index_version=version)
-    u = store.overwrite(unionable.UNIONABLE, rows.select(*unionable.UNIONABLE_SCHEMA.names))
-    features.unpersist()
-    pairs.unpersist()
+    everything = ChangeBatch(version, (), ())
+    u = unionable.update(spark, store, settings, everything, full=True, record_changes=False)
     commit(store, RELATE, base, batch_id=version, kind="relate_all")
-    counts = {"n_joinable_rows": j.n_rows_written, "n_unionable_rows": u.n_rows_written, "index_version": version}
+    counts = {"n_joinable_rows": j.n_rows_written, "n_unionable_rows": u["n_unionable_rows"], "index_version": version}
     log.info("relations recomputed in full", extra=counts)
     return counts
 

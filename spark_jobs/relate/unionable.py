@@ -1,42 +1,39 @@
 """Gold `unionable`: for every table, its top-k unionable tables with the column alignment.
 
-Table union search (Nargesian, Zhu, Pu, Miller, "Table Union Search on Open Data", PVLDB 11(7), 2018): a table
-is unionable with mine when its columns can be put under mine one to one. Here:
+How a table pair is scored is `spark_jobs.relate.union_score`. This module decides which pairs are
+scored, in Spark SQL, so that the work grows with the lake and not with its square:
 
-* **Column-pair score**: a weighted mean of the signals available for the pair (`SIGNALS`): value
-  containment (the overlap from gold `joinable` over the smaller set), header similarity, type
-  compatibility (silver `column_profiles` when present, else numeric/text from the tokens), and for
-  two numeric columns the similarity of their distributions (Bhattacharyya coefficient of normals
-  with the columns' means and standard deviations). A signal that says nothing about a pair returns
-  None and drops out of the mean; a later signal (embeddings) is one more `ColumnSignal`.
-* **Table-pair score**: maximum-weight bipartite matching of the column-pair scores
-  (`scipy.optimize.linear_sum_assignment`); pairs under `MIN_PAIR_SCORE` are left unaligned, and the
-  sum of the aligned scores is divided by the wider table's column count. The alignment is published.
-* **Candidates**: table pairs with a column pair in each other's joinable lists or sharing a
-  normalized header (headers carried by more than `joinable_max_list` tables are ignored).
+* **Candidates bounded per table.** A table's candidates are the at most `unionable_candidates`
+  tables with the most evidence that is cheap to index: shared normalized headers, each weighted by
+  how rare it is (a header carried by 2 tables weighs 1, one carried by `unionable_header_max_tables`
+  tables almost nothing, one carried by more is not used — web tables headed `0`, `1`, `2` share
+  them by the hundred), plus value evidence from the joinable lists (for each of the table's
+  columns, its best containment with a column of the candidate). Ties go to the smaller table id.
+* **Scoring in groups.** One Arrow group per listed table holds its columns and every candidate's
+  columns with their value overlaps; the signals are matrix expressions over the whole group and
+  the one-to-one matching runs once per candidate. No Python runs per column pair.
 
-Incremental: the tables whose lists may change are the batch's touched tables, the tables of the
-columns whose joinable lists the batch changed (`joinable_changes`), the tables whose current list
-names a touched table, and every candidate partner of those; their lists are recomputed completely,
-the rest are kept. `unionable_changes` records the recomputed table ids for the publisher.
+State (all in the relate unit): gold `unionable`, the candidates each table was scored against
+(`unionable_candidates`) and the normalized headers they were chosen from (`unionable_headers`).
+
+Incremental: a table's list depends only on its candidates, their columns and value overlaps, and
+the header weights of its headers. A batch recomputes the lists of the tables where one of those can
+have changed — the touched tables and the tables whose joinable lists changed (`t1`), the tables
+that had a `t1` table among their candidates, the tables with joinable evidence involving a `t1`
+table now, and the tables carrying a header of a touched table (before or after the batch) whose
+weight is not zero — and keeps the others. `unionable_changes` records the recomputed table ids for
+the publisher. A full recompute lists every table the same way, so both give the same lists.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import math
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 from pyspark.sql import Window
 from pyspark.sql import functions as F  # noqa: N812
-from scipy.optimize import linear_sum_assignment
 
 from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
@@ -44,18 +41,19 @@ from spark_jobs.lake.bronze import DATASETS
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile.tokens import COLUMN_TOKENS
 from spark_jobs.relate.joinable import JOINABLE, JOINABLE_CHANGES
+from spark_jobs.relate.union_score import Candidate, Columns, rank_candidates
 
 if TYPE_CHECKING:
-    import pandas as pd
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
 UNIONABLE = "unionable"
 UNIONABLE_CHANGES = "unionable_changes"
+UNIONABLE_CANDIDATES = "unionable_candidates"
+UNIONABLE_HEADERS = "unionable_headers"
 PROFILES = "column_profiles"  # silver (spark_jobs/profile/profiles.py); optional
 METHOD = "tus-bipartite"
-MIN_PAIR_SCORE = 0.3
 
 UNIONABLE_SCHEMA = pa.schema(
     [
@@ -71,177 +69,18 @@ UNIONABLE_SCHEMA = pa.schema(
     ]
 )
 CHANGES_SCHEMA = pa.schema([("batch_id", pa.int64()), ("table_id", pa.string())])
-_PAIR_OUT = "table_id string, candidate_table_id string, score double, n_aligned int, alignment string"
+CANDIDATES_SCHEMA = pa.schema(
+    [("table_id", pa.string()), ("candidate_table_id", pa.string()), ("evidence", pa.float64())]
+)
+HEADERS_SCHEMA = pa.schema([("table_id", pa.string()), ("h", pa.string())])
+_RANKED = "table_id string, rank int, candidate_table_id string, score double, n_aligned int, alignment string"
+_FEATURES = (
+    "column_id string, table_id string, header string, position int, "
+    "size long, numeric boolean, mean double, std double, type string"
+)
 
 
-# ---------------------------------------------------------------------- column-pair signals
-@dataclass(frozen=True)
-class ColumnSignal:
-    """One piece of evidence that two columns hold the same kind of values: a score in [0, 1], or
-    None when it has nothing to say about the pair."""
-
-    name: str
-    weight: float
-    score: Callable[[dict[str, Any], dict[str, Any], float], float | None]
-
-
-_NUMERIC = {"integer", "decimal", "numeric"}
-_TEMPORAL = {"date", "datetime"}
-_TEXTUAL = {"identifier", "categorical", "text"}
-
-
-def header_words(header: str) -> list[str]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", header)
-    return [w for w in re.split(r"[^0-9a-z]+", spaced.casefold()) if w]
-
-
-def header_similarity(a: str, b: str) -> float:
-    """The larger of the word Jaccard and the character-trigram Jaccard of the normalized headers."""
-    wa, wb = header_words(a), header_words(b)
-    if not wa or not wb:
-        return 0.0
-    words = len(set(wa) & set(wb)) / len(set(wa) | set(wb))
-    ja, jb = " ".join(wa), " ".join(wb)
-    ga = {ja[i : i + 3] for i in range(max(1, len(ja) - 2))}
-    gb = {jb[i : i + 3] for i in range(max(1, len(jb) - 2))}
-    return max(words, len(ga & gb) / len(ga | gb))
-
-
-def type_compatibility(a: str | None, b: str | None) -> float | None:
-    if not a or not b or a == "empty" or b == "empty":
-        return None
-    if a == b:
-        return 1.0
-    for family in (_NUMERIC, _TEMPORAL, _TEXTUAL):
-        if a in family and b in family:
-            return 0.8
-    if a in _TEXTUAL or b in _TEXTUAL:
-        return 0.2  # text can hold anything, but it is weak evidence
-    return 0.0
-
-
-def distribution_similarity(a: dict[str, Any], b: dict[str, Any]) -> float | None:
-    """Bhattacharyya coefficient of N(mean, std) fitted to two numeric columns (None if not both numeric)."""
-    if not (a.get("numeric") and b.get("numeric")):
-        return None
-    ma, mb, sa, sb = a["mean"], b["mean"], a["std"] or 0.0, b["std"] or 0.0
-    if ma is None or mb is None:
-        return None
-    if sa == 0.0 and sb == 0.0:
-        return 1.0 if ma == mb else 0.0
-    var = sa * sa + sb * sb
-    return math.sqrt(2 * sa * sb / var) * math.exp(-((ma - mb) ** 2) / (4 * var))
-
-
-def _value_signal(a: dict[str, Any], b: dict[str, Any], overlap: float) -> float | None:
-    smaller = min(a["size"], b["size"])
-    return overlap / smaller if smaller else None
-
-
-SIGNALS: list[ColumnSignal] = [
-    ColumnSignal("value", 0.5, _value_signal),
-    ColumnSignal("header", 0.15, lambda a, b, _o: header_similarity(a["header"], b["header"])),
-    ColumnSignal("type", 0.1, lambda a, b, _o: type_compatibility(a["type"], b["type"])),
-    ColumnSignal("distribution", 0.25, lambda a, b, _o: distribution_similarity(a, b)),
-]
-
-
-def column_pair_score(
-    a: dict[str, Any], b: dict[str, Any], overlap: float, signals: Sequence[ColumnSignal] = SIGNALS
-) -> tuple[float, dict[str, float]]:
-    """(weighted mean of the signals that apply, {signal: score})."""
-    parts: dict[str, float] = {}
-    total = weight = 0.0
-    for s in signals:
-        value = s.score(a, b, overlap)
-        if value is None:
-            continue
-        parts[s.name] = round(float(value), 6)
-        total += s.weight * float(value)
-        weight += s.weight
-    return (total / weight if weight else 0.0), parts
-
-
-def align_tables(
-    cols_a: list[dict[str, Any]], cols_b: list[dict[str, Any]], overlaps: dict[tuple[str, str], float]
-) -> tuple[float, list[dict[str, Any]]]:
-    """Maximum-weight one-to-one column alignment: (table score, aligned pairs in A's column order)."""
-
-    if not cols_a or not cols_b:
-        return 0.0, []
-    scores = np.zeros((len(cols_a), len(cols_b)))
-    parts: dict[tuple[int, int], dict[str, float]] = {}
-    for i, a in enumerate(cols_a):
-        for j, b in enumerate(cols_b):
-            scores[i, j], parts[i, j] = column_pair_score(a, b, overlaps.get((a["column_id"], b["column_id"]), 0.0))
-    rows, cols = linear_sum_assignment(scores, maximize=True)
-    aligned = [
-        {
-            "column_id": cols_a[i]["column_id"],
-            "column": cols_a[i]["header"],
-            "candidate_column_id": cols_b[j]["column_id"],
-            "candidate_column": cols_b[j]["header"],
-            "score": round(float(scores[i, j]), 6),
-            "signals": parts[i, j],
-        }
-        for i, j in sorted(zip(rows.tolist(), cols.tolist(), strict=True))
-        if scores[i, j] >= MIN_PAIR_SCORE
-    ]
-    total = sum(p["score"] for p in aligned) / max(len(cols_a), len(cols_b))
-    return total, aligned
-
-
-def _flip(aligned: list[dict[str, Any]], cols_b: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    order = {c["column_id"]: i for i, c in enumerate(cols_b)}
-    flipped = [
-        {
-            "column_id": p["candidate_column_id"],
-            "column": p["candidate_column"],
-            "candidate_column_id": p["column_id"],
-            "candidate_column": p["column"],
-            "score": p["score"],
-            "signals": p["signals"],
-        }
-        for p in aligned
-    ]
-    return sorted(flipped, key=lambda p: order[p["column_id"]])
-
-
-def score_table_pairs(pdf: pd.DataFrame) -> pd.DataFrame:
-    """applyInPandas body: one group = every column pair of one table pair (a < b); returns both
-    directions (no rows when nothing aligns)."""
-
-    out_cols = ["table_id", "candidate_table_id", "score", "n_aligned", "alignment"]
-    if pdf.empty:
-        return pd.DataFrame(columns=out_cols)
-    ta, tb = pdf["table_a"].iloc[0], pdf["table_b"].iloc[0]
-    cols_a, cols_b = _side_columns(pdf, "a"), _side_columns(pdf, "b")
-    overlaps = {(r.a_column_id, r.b_column_id): float(r.overlap) for r in pdf.itertuples() if r.overlap}
-    score, aligned = align_tables(cols_a, cols_b, overlaps)
-    if not aligned:
-        return pd.DataFrame(columns=out_cols)
-    return pd.DataFrame(
-        {
-            "table_id": [ta, tb],
-            "candidate_table_id": [tb, ta],
-            "score": [score, score],
-            "n_aligned": [len(aligned)] * 2,
-            "alignment": [json.dumps(aligned), json.dumps(_flip(aligned, cols_b))],
-        }
-    )
-
-
-def _side_columns(pdf: pd.DataFrame, side: str) -> list[dict[str, Any]]:
-    cols = pdf[[c for c in pdf.columns if c.startswith(side + "_")]].drop_duplicates(side + "_column_id")
-    out = [{k[len(side) + 1 :]: (None if _isnan(v) else v) for k, v in rec.items()} for rec in cols.to_dict("records")]
-    return sorted(out, key=lambda c: c["position"])
-
-
-def _isnan(v: Any) -> bool:
-    return isinstance(v, float) and v != v
-
-
-# ---------------------------------------------------------------------- Spark plumbing
+# ---------------------------------------------------------------------- column features
 def column_features(spark: SparkSession, store: LakeStore, tokens: DataFrame) -> DataFrame:
     """(column_id, table_id, header, position, size, numeric, mean, std, type) per indexed column."""
 
@@ -264,12 +103,7 @@ def column_features(spark: SparkSession, store: LakeStore, tokens: DataFrame) ->
         "mean",
         F.sqrt(var).alias("std"),
     )
-    datasets = store.read(DATASETS, columns=["table_id", "headers"])
-    headers = datasets.select("table_id", F.posexplode("headers").alias("pos", "header")).select(
-        F.concat_ws("#", "table_id", "header").alias("column_id"),
-        "header",
-        (F.col("pos") + 1).cast("int").alias("position"),
-    )
+    headers = _column_headers(store).drop("table_id")
     feats = stats.join(headers, "column_id")
     derived = F.when(F.col("numeric"), F.lit("numeric")).otherwise(F.lit("text"))
     if store.exists(PROFILES):
@@ -280,148 +114,284 @@ def column_features(spark: SparkSession, store: LakeStore, tokens: DataFrame) ->
     return feats
 
 
-def candidate_pairs(features: DataFrame, joinable: DataFrame | None, max_list: int) -> DataFrame:
-    """Unordered table pairs (table_a < table_b) worth scoring."""
+def _column_headers(store: LakeStore) -> DataFrame:
+    """(table_id, column_id, header, position) of every column of every table in bronze."""
+    datasets = store.read(DATASETS, columns=["table_id", "headers"])
+    return datasets.select("table_id", F.posexplode("headers").alias("pos", "header")).select(
+        "table_id",
+        F.concat_ws("#", "table_id", "header").alias("column_id"),
+        "header",
+        (F.col("pos") + 1).cast("int").alias("position"),
+    )
 
+
+def table_headers(store: LakeStore) -> DataFrame:
+    """(table_id, h): each table's distinct normalized headers (letters and digits, lower case)."""
     norm = F.lower(F.regexp_replace("header", "[^0-9A-Za-z]+", ""))
+    return _column_headers(store).select("table_id", norm.alias("h")).where(F.col("h") != "").distinct()
+
+
+# ---------------------------------------------------------------------- candidates
+def header_weights(headers: DataFrame, max_tables: int) -> DataFrame:
+    """(h, df, w): headers carried by 2 to `max_tables` tables, weighted by rarity, from 1 (two
+    tables) down towards 0 (`max_tables` tables). A weight depends on nothing but the header's own
+    table count, so a batch changes only the weights of the headers it adds or removes."""
+    top = float(max(max_tables, 2)) + 1.0
+    df = headers.groupBy("h").agg(F.count(F.lit(1)).alias("df"))
+    weight = F.log(F.lit(top) / F.col("df")) / F.log(F.lit(top / 2.0))
+    return df.where((F.col("df") >= 2) & (F.col("df") <= max_tables)).select("h", "df", weight.alias("w"))
+
+
+def value_evidence(joinable: DataFrame) -> DataFrame:
+    """(table_id, candidate_table_id, evidence): for each column of the table, its best containment
+    (either way) with a column of the candidate, summed. Symmetric in the pair."""
+    best = F.greatest("containment", "candidate_containment")
+    forward = joinable.select("table_id", "column_id", "candidate_table_id", best.alias("c"))
+    backward = joinable.select(
+        F.col("candidate_table_id").alias("table_id"),
+        F.col("candidate_column_id").alias("column_id"),
+        F.col("table_id").alias("candidate_table_id"),
+        best.alias("c"),
+    )
+    per_column = (
+        forward.unionByName(backward).groupBy("table_id", "column_id", "candidate_table_id").agg(F.max("c").alias("c"))
+    )
+    return per_column.groupBy("table_id", "candidate_table_id").agg(F.sum("c").alias("evidence"))
+
+
+def choose_candidates(
+    headers: DataFrame, weights: DataFrame, joinable: DataFrame | None, scope: DataFrame | None, limit: int
+) -> DataFrame:
+    """(table_id, candidate_table_id, evidence): the top `limit` candidates by evidence of each
+    table in `scope` (all when None)."""
+    weighted = headers.join(weights.select("h", "w"), "h")
+    left = weighted if scope is None else weighted.join(F.broadcast(scope), "table_id", "left_semi")
     by_header = (
-        features.select("table_id", norm.alias("h"))
-        .where(F.col("h") != "")
-        .distinct()
-        .groupBy("h")
-        .agg(F.sort_array(F.collect_set("table_id")).alias("tables"))
-        .where((F.size("tables") > 1) & (F.size("tables") <= max_list))
-    )
-    header_pairs = by_header.select("tables", F.explode("tables").alias("table_a")).select(
-        "table_a", F.explode("tables").alias("table_b")
-    )
-    pairs = header_pairs
-    if joinable is not None:
-        pairs = pairs.unionByName(
-            joinable.select(F.col("table_id").alias("table_a"), F.col("candidate_table_id").alias("table_b"))
+        left.alias("a")
+        .join(weighted.alias("b"), "h")
+        .where(F.col("a.table_id") != F.col("b.table_id"))
+        .select(
+            F.col("a.table_id").alias("table_id"),
+            F.col("b.table_id").alias("candidate_table_id"),
+            F.col("a.w").alias("evidence"),
         )
-    a, b = F.least("table_a", "table_b"), F.greatest("table_a", "table_b")
-    return pairs.where(F.col("table_a") != F.col("table_b")).select(a.alias("table_a"), b.alias("table_b")).distinct()
+    )
+    evidence = by_header
+    if joinable is not None:
+        by_value = value_evidence(joinable)
+        if scope is not None:
+            by_value = by_value.join(F.broadcast(scope), "table_id", "left_semi")
+        evidence = evidence.unionByName(by_value)
+    total = (
+        evidence.where(F.col("table_id") != F.col("candidate_table_id"))  # joinable lists name own columns too
+        .groupBy("table_id", "candidate_table_id")
+        .agg(F.sum("evidence").alias("evidence"))
+    )
+    order = Window.partitionBy("table_id").orderBy(F.col("evidence").desc(), F.col("candidate_table_id").asc())
+    return total.withColumn("r", F.row_number().over(order)).where(F.col("r") <= limit).drop("r")
+
+
+def affected_tables(
+    spark: SparkSession,
+    store: LakeStore,
+    batch: ChangeBatch,
+    *,
+    headers: DataFrame,
+    old_headers: DataFrame,
+    old_candidates: DataFrame,
+    joinable: DataFrame | None,
+    max_tables: int,
+) -> DataFrame:
+    """(table_id) of the tables whose lists the batch can change (see the module docstring)."""
+    touched = spark.createDataFrame([(t,) for t in batch.touched], "table_id string")
+    t1 = touched
+    if store.exists(JOINABLE_CHANGES):
+        t1 = t1.unionByName(store.read(JOINABLE_CHANGES, where={"batch_id": [batch.batch_id]}).select("table_id"))
+    t1 = F.broadcast(t1.distinct())
+    had_t1 = old_candidates.join(
+        t1.withColumnRenamed("table_id", "candidate_table_id"), "candidate_table_id", "left_semi"
+    )
+    parts = [t1, had_t1.select("table_id")]
+    if joinable is not None:
+        parts.append(
+            joinable.join(
+                t1.withColumnRenamed("table_id", "candidate_table_id"), "candidate_table_id", "left_semi"
+            ).select("table_id")
+        )
+        parts.append(joinable.join(t1, "table_id", "left_semi").select(F.col("candidate_table_id").alias("table_id")))
+    touched_h = (
+        headers.join(F.broadcast(touched), "table_id", "left_semi")
+        .unionByName(old_headers.join(F.broadcast(touched), "table_id", "left_semi"))
+        .select("h")
+        .distinct()
+    )
+    counted = [
+        h.join(touched_h, "h", "left_semi").groupBy("h").agg(F.count(F.lit(1)).alias("df"))
+        for h in (headers, old_headers)
+    ]
+    weighted_h = counted[0].unionByName(counted[1]).where(F.col("df") <= max_tables).select("h").distinct()
+    parts.append(headers.join(weighted_h, "h", "left_semi").select("table_id"))
+    scope = parts[0]
+    for p in parts[1:]:
+        scope = scope.unionByName(p)
+    return scope.distinct()
+
+
+# ---------------------------------------------------------------------- scoring
+def _group_columns(table: pa.Table, rows: np.ndarray) -> Columns:
+    picked = table.take(pa.array(rows))
+    order = np.argsort(picked.column("position").to_numpy(zero_copy_only=False), kind="stable")
+    return Columns.from_records(picked.take(pa.array(order)).to_pylist())
+
+
+def score_group(table: pa.Table, k: int) -> pa.Table:
+    """applyInArrow body: one listed table's own columns (`candidate_table_id` = its own id) and
+    every candidate's columns, each candidate column with its overlaps with the table's columns;
+    returns the table's top-k rows."""
+    table_id = table.column("table_id")[0].as_py()
+    owners = table.column("candidate_table_id").to_numpy(zero_copy_only=False)
+    own = _group_columns(table, np.flatnonzero(owners == table_id))
+    position = {c: i for i, c in enumerate(own.column_id)}
+    overlaps = table.column("overlaps").to_pylist()
+    column_ids = table.column("column_id").to_pylist()
+    candidates = []
+    for other in sorted(set(owners.tolist()) - {table_id}):
+        rows = np.flatnonzero(owners == other)
+        cols = _group_columns(table, rows)
+        index = {c: j for j, c in enumerate(cols.column_id)}
+        overlap = np.zeros((len(own), len(cols)))
+        for r in rows.tolist():
+            for hit in overlaps[r] or ():
+                if hit["column_id"] in position:
+                    overlap[position[hit["column_id"]], index[column_ids[r]]] = hit["overlap"]
+        candidates.append(Candidate(other, cols, overlap))
+    ranked = rank_candidates(table_id, own, candidates, k)
+    return pa.Table.from_pylist(ranked, schema=pa.schema([f for f in UNIONABLE_SCHEMA if f.name in _RANKED_NAMES]))
+
+
+_RANKED_NAMES = ("table_id", "rank", "candidate_table_id", "score", "n_aligned", "alignment")
 
 
 def unionable_rows(
-    features: DataFrame,
-    pairs: DataFrame,
-    joinable: DataFrame | None,
-    *,
-    k: int,
-    index_version: int,
-    tables: DataFrame | None = None,
+    features: DataFrame, candidates: DataFrame, joinable: DataFrame | None, *, k: int, index_version: int
 ) -> DataFrame:
-    """Gold rows (UNIONABLE_SCHEMA) for `tables` (all when None), from the candidate `pairs`."""
-
-    if tables is not None:
-        t = tables.select("table_id")
-        pairs = (
-            pairs.join(F.broadcast(t.withColumnRenamed("table_id", "table_a")), "table_a", "left_semi")
-            .unionByName(pairs.join(F.broadcast(t.withColumnRenamed("table_id", "table_b")), "table_b", "left_semi"))
-            .distinct()
-        )
-    side_cols = ["column_id", "header", "position", "size", "numeric", "mean", "std", "type"]
-    fa = features.select(F.col("table_id").alias("table_a"), *[F.col(c).alias("a_" + c) for c in side_cols])
-    fb = features.select(F.col("table_id").alias("table_b"), *[F.col(c).alias("b_" + c) for c in side_cols])
-    cross = pairs.join(fa, "table_a").join(fb, "table_b")
-    if joinable is not None:
-        forward = joinable.select(
-            F.col("column_id").alias("a_column_id"), F.col("candidate_column_id").alias("b_column_id"), "overlap"
-        )
-        backward = joinable.select(
-            F.col("candidate_column_id").alias("a_column_id"), F.col("column_id").alias("b_column_id"), "overlap"
-        )
-        both = forward.unionByName(backward)
-        ov = both.groupBy("a_column_id", "b_column_id").agg(F.max("overlap").cast("double").alias("overlap"))
-        cross = cross.join(ov, ["a_column_id", "b_column_id"], "left")
-    else:
-        cross = cross.withColumn("overlap", F.lit(None).cast("double"))
-    cross = cross.withColumn("overlap", F.coalesce("overlap", F.lit(0.0)))
-    scored = cross.groupBy("table_a", "table_b").applyInPandas(score_table_pairs, schema=_PAIR_OUT)
-    if tables is not None:
-        scored = scored.join(F.broadcast(tables.select("table_id")), "table_id", "left_semi")
-    ranked = scored.withColumn(
-        "rank",
-        F.row_number().over(
-            Window.partitionBy("table_id").orderBy(F.col("score").desc(), F.col("candidate_table_id").asc())
-        ),
+    """Gold rows (UNIONABLE_SCHEMA) of the tables in `candidates` (table_id, candidate_table_id)."""
+    listed = candidates.select("table_id").distinct()
+    members = candidates.select("table_id", "candidate_table_id").unionByName(
+        listed.select("table_id", F.col("table_id").alias("candidate_table_id"))
     )
-    return ranked.where(F.col("rank") <= k).select(
-        "table_id",
-        F.col("rank").cast("int").alias("rank"),
-        "candidate_table_id",
-        "score",
-        F.col("n_aligned").cast("int").alias("n_aligned"),
-        "alignment",
+    cols = members.join(features.withColumnRenamed("table_id", "candidate_table_id"), "candidate_table_id")
+    if joinable is not None:
+        pairs = joinable.select(
+            "table_id", "column_id", "candidate_column_id", F.col("overlap").cast("double").alias("overlap")
+        ).unionByName(
+            joinable.select(
+                F.col("candidate_table_id").alias("table_id"),
+                F.col("candidate_column_id").alias("column_id"),
+                F.col("column_id").alias("candidate_column_id"),
+                F.col("overlap").cast("double").alias("overlap"),
+            )
+        )
+        best = pairs.groupBy("table_id", "column_id", "candidate_column_id").agg(F.max("overlap").alias("overlap"))
+        hits = best.groupBy("table_id", F.col("candidate_column_id").alias("column_id")).agg(
+            F.collect_list(F.struct("column_id", "overlap")).alias("overlaps")
+        )
+        cols = cols.join(hits, ["table_id", "column_id"], "left")
+    else:
+        cols = cols.withColumn("overlaps", F.lit(None).cast("array<struct<column_id:string,overlap:double>>"))
+    ranked = cols.groupBy("table_id").applyInArrow(lambda t: score_group(t, k), schema=_RANKED)
+    return ranked.select(
+        *_RANKED_NAMES,
         F.lit(False).alias("exact"),
         F.lit(METHOD).alias("method"),
         F.lit(index_version).cast("long").alias("index_version"),
     )
 
 
+# ---------------------------------------------------------------------- the stage
+def _empty(spark: SparkSession, schema: pa.Schema | str) -> DataFrame:
+    return spark.createDataFrame([], schema if isinstance(schema, str) else _ddl(schema))
+
+
+def _ddl(schema: pa.Schema) -> str:
+    names = {
+        pa.string(): "string",
+        pa.float64(): "double",
+        pa.int64(): "long",
+        pa.int32(): "int",
+        pa.bool_(): "boolean",
+    }
+    return ", ".join(f"{f.name} {names[f.type]}" for f in schema)
+
+
 def update(
-    spark: SparkSession, store: LakeStore, settings: Settings, batch: ChangeBatch, *, full: bool = False
+    spark: SparkSession,
+    store: LakeStore,
+    settings: Settings,
+    batch: ChangeBatch,
+    *,
+    full: bool = False,
+    record_changes: bool = True,
 ) -> dict[str, Any]:
-    """Update gold `unionable` for `batch` (after the joinable lists of the same batch). Part of the
+    """Update gold `unionable` for `batch` (after the joinable lists of the same batch); `full`:
+    list every table again. `record_changes`: note the listed tables in `unionable_changes` for the
+    batch's publish (a full re-relate replaces every list in the catalog instead). Part of the
     relate unit: `spark_jobs.relate.stage` begins and commits it."""
-
-    if not store.exists(COLUMN_TOKENS) or not store.exists(DATASETS):
-        tokens = spark.createDataFrame([], "table_id string, column_id string, token string, n long")
-    else:
-        tokens = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token", "n"])
+    index = settings.index
+    headers = _empty(spark, HEADERS_SCHEMA) if not store.exists(DATASETS) else table_headers(store).cache()
     joinable = store.read(JOINABLE) if store.exists(JOINABLE) else None
-    old = store.read(UNIONABLE) if store.exists(UNIONABLE) and not full else None
-    features = (
-        column_features(spark, store, tokens)
-        if store.exists(DATASETS)
-        else spark.createDataFrame(
-            [],
-            "column_id string, table_id string, header string, position int, "
-            "size long, numeric boolean, mean double, std double, type string",
+    incremental = not full and all(store.exists(n) for n in (UNIONABLE, UNIONABLE_CANDIDATES, UNIONABLE_HEADERS))
+    old_candidates = store.read(UNIONABLE_CANDIDATES) if incremental else None
+    if old_candidates is not None:
+        scope = affected_tables(
+            spark,
+            store,
+            batch,
+            headers=headers,
+            old_headers=store.read(UNIONABLE_HEADERS),
+            old_candidates=old_candidates,
+            joinable=joinable,
+            max_tables=index.unionable_header_max_tables,
         )
-    )
-    features = features.cache()
-    pairs = candidate_pairs(features, joinable, settings.index.joinable_max_list).cache()
-
-    if old is None:
-        scope = features.select("table_id").distinct()
-        if full and store.exists(UNIONABLE):
-            scope = scope.unionByName(store.read(UNIONABLE).select("table_id")).distinct()
+        recorded = scope
     else:
-        touched = list(batch.touched)
-        t1 = spark.createDataFrame([(t,) for t in touched], "table_id string")
-        if store.exists(JOINABLE_CHANGES):
-            t1 = t1.unionByName(store.read(JOINABLE_CHANGES, where={"batch_id": [batch.batch_id]}).select("table_id"))
-        t1 = t1.unionByName(old.where(F.col("candidate_table_id").isin(touched)).select("table_id")).distinct()
-        partners = (
-            pairs.join(t1.withColumnRenamed("table_id", "table_a"), "table_a", "left_semi")
-            .select(F.col("table_b").alias("table_id"))
-            .unionByName(
-                pairs.join(t1.withColumnRenamed("table_id", "table_b"), "table_b", "left_semi").select(
-                    F.col("table_a").alias("table_id")
-                )
-            )
-        )
-        scope = t1.unionByName(partners).distinct()
-    store.append(UNIONABLE_CHANGES, scope.select(F.lit(batch.batch_id).cast("long").alias("batch_id"), "table_id"))
-    scope = store.read(UNIONABLE_CHANGES, where={"batch_id": [batch.batch_id]}).select("table_id").distinct().cache()
-    n_scope = scope.count()
+        scope = None
+        recorded = headers.select("table_id").distinct()
+        if store.exists(UNIONABLE):
+            recorded = recorded.unionByName(store.read(UNIONABLE).select("table_id")).distinct()
+        recorded = recorded.unionByName(spark.createDataFrame([(t,) for t in batch.touched], "table_id string"))
+    if record_changes:
+        rows = recorded.distinct().select(F.lit(batch.batch_id).cast("long").alias("batch_id"), "table_id")
+        store.append(UNIONABLE_CHANGES, rows)
+        recorded = store.read(UNIONABLE_CHANGES, where={"batch_id": [batch.batch_id]}).select("table_id").distinct()
+    recorded = recorded.cache()
+    if scope is not None:
+        scope = recorded
+    n_scope = recorded.count()
 
-    fresh = unionable_rows(
-        features,
-        pairs,
-        joinable,
-        k=settings.index.unionable_k,
-        index_version=batch.batch_id,
-        tables=None if old is None else scope,
+    weights = header_weights(headers, index.unionable_header_max_tables)
+    chosen = choose_candidates(headers, weights, joinable, scope, index.unionable_candidates).cache()
+    involved = (
+        chosen.select("table_id").unionByName(chosen.select(F.col("candidate_table_id").alias("table_id"))).distinct()
     )
-    if old is not None:
-        kept = old.join(F.broadcast(scope), "table_id", "left_anti").where(~F.col("table_id").isin(list(batch.touched)))
-        fresh = kept.select(*UNIONABLE_SCHEMA.names).unionByName(fresh)
+    tokens = (
+        store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token", "n"]).join(
+            F.broadcast(involved), "table_id", "left_semi"
+        )
+        if store.exists(COLUMN_TOKENS)
+        else _empty(spark, "table_id string, column_id string, token string, n long")
+    )
+    features = column_features(spark, store, tokens) if store.exists(DATASETS) else _empty(spark, _FEATURES)
+    fresh = unionable_rows(features, chosen, joinable, k=index.unionable_k, index_version=batch.batch_id)
+    candidates_out = chosen
+    if old_candidates is not None and scope is not None:
+        kept = store.read(UNIONABLE).join(scope, "table_id", "left_anti")
+        fresh = kept.select(*UNIONABLE_SCHEMA.names).unionByName(fresh.select(*UNIONABLE_SCHEMA.names))
+        candidates_out = old_candidates.join(scope, "table_id", "left_anti").unionByName(chosen)
     result = store.overwrite(UNIONABLE, fresh.select(*UNIONABLE_SCHEMA.names))
-    for df in (features, pairs, scope):
+    store.overwrite(UNIONABLE_CANDIDATES, candidates_out.select(*CANDIDATES_SCHEMA.names))
+    store.overwrite(UNIONABLE_HEADERS, headers.select(*HEADERS_SCHEMA.names))
+    for df in (headers, chosen, recorded):
         df.unpersist()
     counts = {"n_unionable_affected": n_scope, "n_unionable_rows": result.n_rows_written}
     log.info("unionable lists updated", extra=counts)

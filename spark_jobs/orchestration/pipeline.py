@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,11 +48,31 @@ def all_stages() -> list[tuple[str, Stage]]:
 
 @dataclass
 class BatchReport:
+    """What each stage of one batch cost: wall seconds and Spark jobs launched (the fixed cost of a
+    job, tens to hundreds of milliseconds on one machine, is what small batches mostly pay)."""
+
     batch_id: int
     n_added: int
     n_deleted: int
     seconds: dict[str, float] = field(default_factory=dict)
+    spark_jobs: dict[str, int] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)
+
+
+@contextmanager
+def spark_job_group(spark: SparkSession | None, group: str) -> Iterator[Callable[[], int]]:
+    """Tag the Spark jobs run inside with `group`; yields a function that counts them (0 without
+    Spark: a stage that needs no session, such as the publish, may get None)."""
+    if spark is None:
+        yield lambda: 0
+        return
+    context = spark.sparkContext
+    context.setJobGroup(group, group)
+    try:
+        yield lambda: len(context.statusTracker().getJobIdsForGroup(group))
+    finally:
+        for key in ("spark.jobGroup.id", "spark.job.description"):  # setJobGroup's two properties
+            context.setLocalProperty(key, None)  # type: ignore[arg-type]  # None removes a property
 
 
 def pending_batches(store: LakeStore, settings: Settings) -> list[ChangeBatch]:
@@ -67,9 +88,14 @@ def run_batch(
     with log_context(batch_id=batch.batch_id):
         for name, stage in stages or all_stages():
             t0 = time.perf_counter()
-            report.results[name] = stage(spark, settings, batch)
+            with spark_job_group(spark, f"juncture.batch{batch.batch_id}.{name}") as jobs:
+                report.results[name] = stage(spark, settings, batch)
             report.seconds[name] = round(time.perf_counter() - t0, 3)
-            log.info("stage done", extra={"stage": name, "seconds": report.seconds[name]})
+            report.spark_jobs[name] = jobs()
+            log.info(
+                "stage done",
+                extra={"stage": name, "seconds": report.seconds[name], "spark_jobs": report.spark_jobs[name]},
+            )
     return report
 
 

@@ -30,7 +30,9 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         if not reports:
             print("nothing to index")
         for r in reports:
-            print(f"indexed batch {r.batch_id}: +{r.n_added} -{r.n_deleted} tables, stages {r.seconds}")
+            stages = ", ".join(f"{n} {s:.1f}s/{r.spark_jobs.get(n, 0)} jobs" for n, s in r.seconds.items())
+            total = sum(r.seconds.values())
+            print(f"indexed batch {r.batch_id}: +{r.n_added} -{r.n_deleted} tables in {total:.1f}s ({stages})")
         if args.full:
             print_rebuild(rebuild_all(spark, ctx.settings))
     return 0

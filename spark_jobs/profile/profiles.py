@@ -61,7 +61,7 @@ from spark_jobs.lake.bronze import CELLS, DATASETS
 from spark_jobs.lake.commit_point import UnitSpec, applied_batch, batch_store, begin, commit
 from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.store import CommitResult, LakeStore
-from spark_jobs.profile.tokens import COLUMN_TOKENS, normalized_token
+from spark_jobs.profile.tokens import COLUMN_TOKENS, with_tokens
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -327,9 +327,10 @@ def column_stats(values: DataFrame, *, k: int = TOP_K, bins: int = HISTOGRAM_BIN
 def sampled_top_values(cells: DataFrame, k: int = TOP_K) -> DataFrame:
     """(table_id, col, rank, value, n): top values of a 1 % row sample, counts scaled up (large tables)."""
 
+    sampled = cells.where(F.abs(F.xxhash64("table_id", "row")) % 100 < SAMPLE_PERCENT)
     sample = (
-        cells.where(F.abs(F.xxhash64("table_id", "row")) % 100 < SAMPLE_PERCENT)
-        .where(F.col("value").isNotNull() & normalized_token(F.col("value")).isNotNull())
+        with_tokens(sampled.where(F.col("value").isNotNull()))
+        .where(F.col("token").isNotNull())
         .groupBy("table_id", "col", "value")
         .agg((F.count(F.lit(1)) * (100 // SAMPLE_PERCENT)).alias("n"))
     )

@@ -12,8 +12,9 @@ are compared as raw text.
   pruning: a triple is tried only if its three pairs are not unique), skips combinations whose
   distinct-count product is below the row count (they cannot be unique), and checks a pair only on
   the rows whose first column repeats and a triple only on the rows whose pair repeats (stripped
-  partitions, as in TANE/HyUCC). Work is bounded by `MAX_WORK` row visits per table; when the bound
-  is reached the search stops, keeps the keys found so far (still minimal) and records
+  partitions, as in TANE/HyUCC). Work is bounded by `MAX_WORK` row visits per table, each check
+  counting `CHECK_OVERHEAD` more, and at most `MAX_KEYS` keys are kept; when a bound is reached the
+  search stops, keeps the keys found so far (still minimal) and records
   `search_complete = false` in `key_searches` (published as `tables.keys_search_complete`).
 * `score` ranks likely real keys: uniqueness × (0.4 identifier-like names + 0.3 type weight +
   0.2 / number of columns + 0.1 leftmost position). Names with an id/key/code/number word score 1,
@@ -57,6 +58,11 @@ KEYS_UNIT = UnitSpec("keys", (KEYS, KEY_SEARCHES))
 NEAR_UNIQUE_MIN = 0.99
 MAX_COLUMNS = 3
 MAX_WORK = 200_000_000  # row visits per table before the search is cut short
+# What one uniqueness check costs beyond its rows, in row visits: the Python and numpy call overhead
+# (~10 µs). Without it a wide table with few repeating rows (hundreds of columns, a few dozen rows)
+# makes millions of nearly free checks, and the bound on row visits bounds nothing.
+CHECK_OVERHEAD = 2_000
+MAX_KEYS = 1_000  # keys per table; a table with more minimal keys than this is not telling us much
 EXCLUDED_TYPES = frozenset({"decimal", "empty"})
 
 KEYS_SCHEMA = pa.schema(
@@ -196,7 +202,7 @@ def minimal_keys(
             b = nonunique[j]
             if a.cardinality * b.cardinality < n_rows:
                 continue
-            if not budget.spend(rows.size, check=True):
+            if len(found) >= MAX_KEYS or not budget.spend(rows.size, check=True):
                 complete = False
                 break
             if not _has_duplicate(a.codes[rows] * b.cardinality + b.codes[rows]):
@@ -216,6 +222,7 @@ class _Budget:
         self.limit, self.work, self.checks = limit, 0, 0
 
     def spend(self, cost: int, *, check: bool = False) -> bool:
+        cost += CHECK_OVERHEAD
         if self.work + cost > self.limit:
             return False
         self.work += cost
@@ -248,7 +255,7 @@ def _triples(
             ]
             if not ks:
                 continue
-            if not budget.spend(rows.size):
+            if not budget.spend(rows.size + len(ks)):
                 return False
             _, groups, counts = np.unique(
                 a.codes[rows] * b.cardinality + b.codes[rows], return_inverse=True, return_counts=True
@@ -257,7 +264,7 @@ def _triples(
             pair_rows, pair_groups = rows[keep], groups[keep].astype(np.int64)
             for k in ks:
                 c = nonunique[k]
-                if not budget.spend(pair_rows.size, check=True):
+                if len(found) >= MAX_KEYS or not budget.spend(pair_rows.size, check=True):
                     return False
                 if not _has_duplicate(pair_groups * c.cardinality + c.codes[pair_rows]):
                     found.append(FoundKey((a.header, b.header, c.header), True, 1.0, key_score([a, b, c], 1.0, width)))

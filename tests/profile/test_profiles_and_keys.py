@@ -332,3 +332,16 @@ def test_executor_and_driver_key_searches_agree(spark, lake: Lake) -> None:  # t
     for got, want in zip(on_executors, by_driver, strict=True):
         assert got.sort_by("table_id").to_pylist() == want.sort_by("table_id").to_pylist()
     assert by_driver[0].num_rows == sum(len(lake.keys(t)) for t in lake.tables)
+
+
+def test_search_of_a_wide_short_table_is_bounded_in_checks_and_keys() -> None:
+    """Hundreds of columns over a few dozen rows: almost every triple is a minimal key and each check
+    visits a handful of rows, so only the per-check cost and the key cap stop the search."""
+    rng = np.random.default_rng(3)
+    n_rows = 30
+    cols = [KeyColumn(f"m{j}", j + 1, "integer", rng.integers(0, 4, n_rows).astype(np.int64), 4) for j in range(300)]
+    search = minimal_keys(cols, n_rows)
+    assert not search.complete
+    assert len(search.keys) <= detect_keys.MAX_KEYS
+    assert search.n_checked * detect_keys.CHECK_OVERHEAD <= detect_keys.MAX_WORK
+    assert all(len(k.columns) == 3 for k in search.keys)

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from catalog.db.bulk import insert_rows
 from catalog.search.josie.models import JosieMeta, JosiePosting, JosieSet, JosieToken
 from spark_jobs.josie.build import read_state
 from spark_jobs.josie.tables import (
@@ -41,7 +40,6 @@ from spark_jobs.lake.store import LakeStore
 log = logging.getLogger(__name__)
 
 _CHUNK = 500  # keys per DELETE ... IN (...)
-_INSERT_ROWS = 5000  # rows per executemany
 
 
 def catalog_index_version(session: Session) -> int | None:
@@ -108,7 +106,7 @@ def _insert_all(
     session: Session, store: LakeStore, token_ids: list[int] | None, set_ids: list[int] | None
 ) -> dict[str, int]:
     tokens = _rows(store, JOSIE_TOKENS, "token_id", token_ids)
-    n_tokens = _insert(
+    n_tokens = insert_rows(
         session,
         JosieToken,
         (
@@ -123,7 +121,7 @@ def _insert_all(
         ),
     )
     postings = _rows(store, JOSIE_POSTINGS, "token_id", token_ids)
-    n_postings = _insert(
+    n_postings = insert_rows(
         session,
         JosiePosting,
         (
@@ -138,7 +136,7 @@ def _insert_all(
         ),
     )
     sets = _rows(store, JOSIE_SETS, "set_id", set_ids)
-    n_sets = _insert(
+    n_sets = insert_rows(
         session,
         JosieSet,
         (
@@ -172,19 +170,6 @@ def _arrays(column: pa.ChunkedArray) -> list[np.ndarray]:
         values = chunk.values.to_numpy(zero_copy_only=False)
         out.extend(values[offsets[i] : offsets[i + 1]] for i in range(len(chunk)))
     return out
-
-
-def _insert(session: Session, model: Any, rows: Iterable[dict[str, Any]]) -> int:
-    n, buffer = 0, []
-    for row in rows:
-        buffer.append(row)
-        if len(buffer) >= _INSERT_ROWS:
-            session.execute(insert(model), buffer)
-            n, buffer = n + len(buffer), []
-    if buffer:
-        session.execute(insert(model), buffer)
-        n += len(buffer)
-    return n
 
 
 def _write_meta(session: Session, state: JosieState) -> None:

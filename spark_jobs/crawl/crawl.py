@@ -329,7 +329,7 @@ def _crawl_one(
         else:
             dl = client.download(entry.url, tmp_dir, headers=entry.headers, policy=entry.policy)
             tmp, sha, n, path = dl.path, dl.sha256, dl.n_bytes, str(dl.path)
-            report.bytes += n
+        report.bytes += n  # downloaded, or read from the folder
         if prev is not None and prev.sha == sha:
             report.unchanged += 1
             refresh[entry.table_id] = entry.stamp

@@ -327,13 +327,10 @@ def column_stats(values: DataFrame, *, k: int = TOP_K, bins: int = HISTOGRAM_BIN
 def sampled_top_values(cells: DataFrame, k: int = TOP_K) -> DataFrame:
     """(table_id, col, rank, value, n): top values of a 1 % row sample, counts scaled up (large tables)."""
 
-    sampled = cells.where(F.abs(F.xxhash64("table_id", "row")) % 100 < SAMPLE_PERCENT)
-    sample = (
-        with_tokens(sampled.where(F.col("value").isNotNull()))
-        .where(F.col("token").isNotNull())
-        .groupBy("table_id", "col", "value")
-        .agg((F.count(F.lit(1)) * (100 // SAMPLE_PERCENT)).alias("n"))
-    )
+    sampled = cells.where((F.abs(F.xxhash64("table_id", "row")) % 100 < SAMPLE_PERCENT) & F.col("value").isNotNull())
+    counted = sampled.groupBy("table_id", "col", "value").agg((F.count(F.lit(1)) * (100 // SAMPLE_PERCENT)).alias("n"))
+    # null-likes dropped per distinct value, after the count: one scan of the sample
+    sample = with_tokens(counted).where(F.col("token").isNotNull()).drop("token")
     w = Window.partitionBy("table_id", "col").orderBy(F.col("n").desc(), F.col("value").asc())
     return sample.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= k)
 

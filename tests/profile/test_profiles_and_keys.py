@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from catalog.cli.demo import nycflights13_tables
-from catalog.core.identity import column_headers
+from catalog.core.identity import column_headers, normalize_token
 from catalog.core.settings import Settings
 from spark_jobs.crawl.land import ParsedTable, land_batch
 from spark_jobs.lake.store import LakeStore
@@ -294,6 +294,7 @@ def test_large_tables_get_estimated_distinct_counts(spark, lake: Lake) -> None: 
         for field in ("row_count", "null_count", "empty_count", "min_value", "max_value", "length_min", "length_max"):
             assert r[field] == want[field], (r["column_id"], field)
         assert r["top_values_exact"] is False and len(r["top_values"]) <= profile_columns.TOP_K
+        assert all(normalize_token(v["value"]) is not None for v in r["top_values"])  # no null-likes
 
 
 def _same_field(a: Any, b: Any) -> bool:

@@ -165,18 +165,16 @@ def _client(args: tuple[str, list[str], float, int]) -> tuple[list[float], int]:
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
-    """A server to load-test: the API of checkout `root` (this one, or `--baseline-root`), run by
-    `script`."""
+    """A server to load-test: the API of checkout `root` (this one, or `--baseline-root`)."""
 
     name: str
     root: Path
-    script: str
 
 
 def variants(baseline_root: str | None) -> list[Variant]:
-    chosen = [Variant("current", ROOT, _SERVER)]
+    chosen = [Variant("current", ROOT)]
     if baseline_root:
-        chosen.append(Variant("baseline", Path(baseline_root).resolve(), _SERVER))
+        chosen.append(Variant("baseline", Path(baseline_root).resolve()))
     return chosen
 
 
@@ -187,7 +185,7 @@ def _load_round(
     The server runs in `variant.root` (`python -c` puts its working directory first on the path)."""
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-c", variant.script, str(home), catalog_url, str(port), str(workers)],
+        [sys.executable, "-c", _SERVER, str(home), catalog_url, str(port), str(workers)],
         cwd=variant.root,
     )
     base = f"http://127.0.0.1:{port}"

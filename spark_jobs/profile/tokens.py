@@ -79,12 +79,14 @@ def with_tokens(values: DataFrame) -> DataFrame:
 
 
 def column_headers_frame(datasets: DataFrame) -> DataFrame:
-    """(table_id, col, column_id) from bronze `datasets` (headers are already contract-normalized)."""
+    """(table_id, col, column_id, header) from bronze `datasets`, `col` 1-based (headers are already
+    contract-normalized)."""
 
     return datasets.select("table_id", F.posexplode("headers").alias("pos", "header")).select(
         "table_id",
         (F.col("pos") + 1).cast("int").alias("col"),
         F.concat_ws("#", "table_id", "header").alias("column_id"),
+        "header",
     )
 
 

@@ -71,9 +71,6 @@ class Columns:
             std=floats("std"),
         )
 
-    def take(self, index: np.ndarray) -> Columns:
-        return Columns(*(getattr(self, f)[index] for f in self.__dataclass_fields__))
-
 
 @dataclass(frozen=True)
 class ColumnSignal:
@@ -126,10 +123,6 @@ def header_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     words = _jaccard([s[0] for s in sa], [s[0] for s in sb])
     grams = _jaccard([s[1] for s in sa], [s[1] for s in sb])
     return np.maximum(words, grams)
-
-
-def header_similarity(a: str, b: str) -> float:
-    return float(header_matrix(np.array([a], dtype=object), np.array([b], dtype=object))[0, 0])
 
 
 # ---------------------------------------------------------------------- types and distributions

@@ -34,12 +34,13 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import Window
 from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
 from spark_jobs.lake.store import LakeStore
-from spark_jobs.profile.tokens import COLUMN_TOKENS
+from spark_jobs.profile.tokens import COLUMN_TOKENS, column_headers_frame
 from spark_jobs.relate.joinable import JOINABLE, JOINABLE_CHANGES
 from spark_jobs.relate.union_score import Candidate, Columns, rank_candidates
 
@@ -69,11 +70,12 @@ UNIONABLE_SCHEMA = pa.schema(
     ]
 )
 CHANGES_SCHEMA = pa.schema([("batch_id", pa.int64()), ("table_id", pa.string())])
+# what a scoring group returns; the stage adds exact, method and index_version
+_RANKED = pa.schema([f for f in UNIONABLE_SCHEMA if f.name not in ("exact", "method", "index_version")])
 CANDIDATES_SCHEMA = pa.schema(
     [("table_id", pa.string()), ("candidate_table_id", pa.string()), ("evidence", pa.float64())]
 )
 HEADERS_SCHEMA = pa.schema([("table_id", pa.string()), ("h", pa.string())])
-_RANKED = "table_id string, rank int, candidate_table_id string, score double, n_aligned int, alignment string"
 _FEATURES = (
     "column_id string, table_id string, header string, position int, "
     "size long, numeric boolean, mean double, std double, type string"
@@ -117,12 +119,7 @@ def column_features(spark: SparkSession, store: LakeStore, tokens: DataFrame) ->
 def _column_headers(store: LakeStore) -> DataFrame:
     """(table_id, column_id, header, position) of every column of every table in bronze."""
     datasets = store.read(DATASETS, columns=["table_id", "headers"])
-    return datasets.select("table_id", F.posexplode("headers").alias("pos", "header")).select(
-        "table_id",
-        F.concat_ws("#", "table_id", "header").alias("column_id"),
-        "header",
-        (F.col("pos") + 1).cast("int").alias("position"),
-    )
+    return column_headers_frame(datasets).withColumnRenamed("col", "position")
 
 
 def table_headers(store: LakeStore) -> DataFrame:
@@ -142,19 +139,30 @@ def header_weights(headers: DataFrame, max_tables: int) -> DataFrame:
     return df.where((F.col("df") >= 2) & (F.col("df") <= max_tables)).select("h", "df", weight.alias("w"))
 
 
-def value_evidence(joinable: DataFrame) -> DataFrame:
-    """(table_id, candidate_table_id, evidence): for each column of the table, its best containment
-    (either way) with a column of the candidate, summed. Symmetric in the pair."""
-    best = F.greatest("containment", "candidate_containment")
-    forward = joinable.select("table_id", "column_id", "candidate_table_id", best.alias("c"))
+def joinable_both_ways(joinable: DataFrame) -> DataFrame:
+    """Gold `joinable` rows seen from both columns: (table_id, column_id, candidate_table_id,
+    candidate_column_id, overlap, best_containment); a pair that either column's list names appears
+    from each side. `best_containment` is the larger containment of the two directions."""
+    best = F.greatest("containment", "candidate_containment").alias("best_containment")
+    forward = joinable.select("table_id", "column_id", "candidate_table_id", "candidate_column_id", "overlap", best)
     backward = joinable.select(
         F.col("candidate_table_id").alias("table_id"),
         F.col("candidate_column_id").alias("column_id"),
         F.col("table_id").alias("candidate_table_id"),
-        best.alias("c"),
+        F.col("column_id").alias("candidate_column_id"),
+        "overlap",
+        best,
     )
+    return forward.unionByName(backward)
+
+
+def value_evidence(joinable: DataFrame) -> DataFrame:
+    """(table_id, candidate_table_id, evidence): for each column of the table, its best containment
+    (either way) with a column of the candidate, summed. Symmetric in the pair."""
     per_column = (
-        forward.unionByName(backward).groupBy("table_id", "column_id", "candidate_table_id").agg(F.max("c").alias("c"))
+        joinable_both_ways(joinable)
+        .groupBy("table_id", "column_id", "candidate_table_id")
+        .agg(F.max("best_containment").alias("c"))
     )
     return per_column.groupBy("table_id", "candidate_table_id").agg(F.sum("c").alias("evidence"))
 
@@ -239,9 +247,9 @@ def affected_tables(
 
 # ---------------------------------------------------------------------- scoring
 def _group_columns(table: pa.Table, rows: np.ndarray) -> Columns:
-    picked = table.take(pa.array(rows))
-    order = np.argsort(picked.column("position").to_numpy(zero_copy_only=False), kind="stable")
-    return Columns.from_records(picked.take(pa.array(order)).to_pylist())
+    """The columns at `rows` of a scoring group, in table order."""
+    positions = table.column("position").to_numpy(zero_copy_only=False)[rows]
+    return Columns.from_records(table.take(pa.array(rows[np.argsort(positions, kind="stable")])).to_pylist())
 
 
 def score_group(table: pa.Table, k: int) -> pa.Table:
@@ -266,10 +274,7 @@ def score_group(table: pa.Table, k: int) -> pa.Table:
                     overlap[position[hit["column_id"]], index[column_ids[r]]] = hit["overlap"]
         candidates.append(Candidate(other, cols, overlap))
     ranked = rank_candidates(table_id, own, candidates, k)
-    return pa.Table.from_pylist(ranked, schema=pa.schema([f for f in UNIONABLE_SCHEMA if f.name in _RANKED_NAMES]))
-
-
-_RANKED_NAMES = ("table_id", "rank", "candidate_table_id", "score", "n_aligned", "alignment")
+    return pa.Table.from_pylist(ranked, schema=_RANKED)
 
 
 def unionable_rows(
@@ -282,26 +287,20 @@ def unionable_rows(
     )
     cols = members.join(features.withColumnRenamed("table_id", "candidate_table_id"), "candidate_table_id")
     if joinable is not None:
-        pairs = joinable.select(
-            "table_id", "column_id", "candidate_column_id", F.col("overlap").cast("double").alias("overlap")
-        ).unionByName(
-            joinable.select(
-                F.col("candidate_table_id").alias("table_id"),
-                F.col("candidate_column_id").alias("column_id"),
-                F.col("column_id").alias("candidate_column_id"),
-                F.col("overlap").cast("double").alias("overlap"),
-            )
+        best = (
+            joinable_both_ways(joinable)
+            .groupBy("table_id", "column_id", "candidate_column_id")
+            .agg(F.max("overlap").cast("double").alias("overlap"))
         )
-        best = pairs.groupBy("table_id", "column_id", "candidate_column_id").agg(F.max("overlap").alias("overlap"))
         hits = best.groupBy("table_id", F.col("candidate_column_id").alias("column_id")).agg(
             F.collect_list(F.struct("column_id", "overlap")).alias("overlaps")
         )
         cols = cols.join(hits, ["table_id", "column_id"], "left")
     else:
         cols = cols.withColumn("overlaps", F.lit(None).cast("array<struct<column_id:string,overlap:double>>"))
-    ranked = cols.groupBy("table_id").applyInArrow(lambda t: score_group(t, k), schema=_RANKED)
+    ranked = cols.groupBy("table_id").applyInArrow(lambda t: score_group(t, k), schema=from_arrow_schema(_RANKED))
     return ranked.select(
-        *_RANKED_NAMES,
+        *_RANKED.names,
         F.lit(False).alias("exact"),
         F.lit(METHOD).alias("method"),
         F.lit(index_version).cast("long").alias("index_version"),
@@ -310,18 +309,7 @@ def unionable_rows(
 
 # ---------------------------------------------------------------------- the stage
 def _empty(spark: SparkSession, schema: pa.Schema | str) -> DataFrame:
-    return spark.createDataFrame([], schema if isinstance(schema, str) else _ddl(schema))
-
-
-def _ddl(schema: pa.Schema) -> str:
-    names = {
-        pa.string(): "string",
-        pa.float64(): "double",
-        pa.int64(): "long",
-        pa.int32(): "int",
-        pa.bool_(): "boolean",
-    }
-    return ", ".join(f"{f.name} {names[f.type]}" for f in schema)
+    return spark.createDataFrame([], schema if isinstance(schema, str) else from_arrow_schema(schema))
 
 
 def update(

@@ -30,6 +30,7 @@ RELATE = UnitSpec(
     (
         joinable.JOINABLE,
         joinable.JOINABLE_CHANGES,
+        joinable.JOINABLE_FREQUENT,
         unionable.UNIONABLE,
         unionable.UNIONABLE_CHANGES,
         unionable.UNIONABLE_CANDIDATES,
@@ -63,14 +64,7 @@ def relate_all(spark: SparkSession, settings: Settings) -> dict[str, Any]:
         return {"skipped": True}
     base = begin(store, RELATE)
     tokens = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token", "n"])
-    lists = joinable.top_k_joinable(
-        tokens,
-        joinable.key_columns(spark, store),
-        k=settings.index.joinable_k,
-        max_list=settings.index.joinable_max_list,
-        index_version=version,
-    )
-    j = store.overwrite(joinable.JOINABLE, lists.select(*joinable.JOINABLE_SCHEMA.names))
+    j = joinable.write_all(store, tokens, joinable.key_columns(spark, store), settings, version)
     everything = ChangeBatch(version, (), ())
     u = unionable.update(spark, store, settings, everything, full=True, record_changes=False)
     commit(store, RELATE, base, batch_id=version, kind="relate_all")

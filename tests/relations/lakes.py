@@ -46,6 +46,23 @@ def brute_force_joinable(sets: Mapping[str, frozenset[str]], k: int) -> dict[str
     return out
 
 
+def bounded_brute_force(
+    sets: Mapping[str, frozenset[str]], k: int, max_list: int
+) -> dict[str, list[tuple[str, int, bool]]]:
+    """column_id -> [(candidate, overlap, exact)] as gold `joinable` defines them under a list bound:
+    tokens held by more than `max_list` columns are not counted, and a column holding one says
+    exact=False on all its answers."""
+    freq: dict[str, int] = {}
+    for tokens in sets.values():
+        for t in tokens:
+            freq[t] = freq.get(t, 0) + 1
+    frequent = {t for t, f in freq.items() if f > max_list}
+    bounded = {c: frozenset(s - frequent) for c, s in sets.items()}
+    return {
+        c: [(b, n, not sets[c] & frequent) for b, n in rows] for c, rows in brute_force_joinable(bounded, k).items()
+    }
+
+
 def gold_joinable(settings: Settings) -> dict[str, list[dict]]:
     rows = LakeStore(settings.lake).read_arrow(relate_joinable.JOINABLE).to_pylist()
     out: dict[str, list[dict]] = {}

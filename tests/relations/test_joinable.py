@@ -10,7 +10,14 @@ import pytest
 from catalog.core.settings import IndexSettings
 from spark_jobs.relate import joinable as relate_joinable
 from spark_jobs.relate import stage as relate
-from tests.relations.lakes import brute_force_joinable, column_sets, gold_joinable, index_batch, random_table
+from tests.relations.lakes import (
+    bounded_brute_force,
+    brute_force_joinable,
+    column_sets,
+    gold_joinable,
+    index_batch,
+    random_table,
+)
 
 
 def _assert_equal_to_brute_force(settings, sets, k):  # type: ignore[no-untyped-def]
@@ -71,6 +78,31 @@ def test_frequent_tokens_are_skipped_and_answers_say_inexact(spark, settings):
     expected = brute_force_joinable(sets, 5)
     for c in exact_cols:
         assert [(r["candidate_column_id"], r["overlap"]) for r in got.get(c, [])] == expected.get(c, [])
+
+
+def test_batches_that_move_tokens_across_the_list_bound_match_brute_force(spark, settings):
+    """Adds push tokens over `joinable_max_list` and deletes bring them back under it; after every
+    batch each list (overlap, candidate order, exact flag) equals the bounded brute force, although
+    only the affected lists were recomputed or merged."""
+    settings = dataclasses.replace(settings, index=IndexSettings(cells_buckets=4, joinable_k=3, joinable_max_list=3))
+    rng = random.Random(23)
+    tables = {f"b{i}": random_table(rng, f"b{i}", vocab=14) for i in range(7)}
+    index_batch(spark, settings, list(tables.values()))
+    seen_frequent: set[int] = set()
+    for step in range(6):
+        added = {f"b{i}": random_table(rng, f"b{i}", vocab=14) for i in rng.sample(range(11), 2)}
+        victims = [name for name in rng.sample(sorted(tables), min(2, len(tables))) if name not in added]
+        deleted = [tables.pop(name).table_id for name in victims[: 1 + step % 2]]
+        tables.update(added)
+        index_batch(spark, settings, list(added.values()), deleted)
+        sets = column_sets(tables.values())
+        expected = bounded_brute_force(sets, 3, 3)
+        got = gold_joinable(settings)
+        assert {c: [(r["candidate_column_id"], r["overlap"], r["exact"]) for r in rows] for c, rows in got.items()} == (
+            expected
+        )
+        seen_frequent.add(sum(not exact for rows in expected.values() for _, _, exact in rows))
+    assert len(seen_frequent) > 1, "the batches should change which columns hold frequent tokens"
 
 
 def test_rerun_of_a_batch_is_a_no_op(spark, settings):

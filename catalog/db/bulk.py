@@ -48,7 +48,7 @@ def _python_defaults(table: Table, row: Mapping[str, Any]) -> bool:
 def _copy(connection: Connection, table: Table, names: list[str], rows: Iterator[Mapping[str, Any]]) -> int:
     preparer = connection.dialect.identifier_preparer
     columns = [table.c[name] for name in names]
-    processors = [c.type.bind_processor(connection.dialect) for c in columns]
+    processors = [c.type.dialect_impl(connection.dialect).bind_processor(connection.dialect) for c in columns]
     statement = f"COPY {preparer.format_table(table)} ({', '.join(preparer.quote(n) for n in names)}) FROM STDIN"
     driver = connection.connection.driver_connection
     if driver is None:  # pragma: no cover - a live connection always has one

@@ -3,16 +3,18 @@
 Each replaces what the batch's touched tables had in the catalog by the silver rows of its added
 tables, inside the publish transaction. `publish_tables` runs first and has already deleted the
 touched tables (cascading to their columns, profiles and keys); the explicit deletes here keep a
-publisher correct on its own.
+publisher correct on its own. Rows go in bulk (`catalog.db.bulk`: COPY on PostgreSQL), so they carry
+their digest keys rather than leave them to a Python-side default.
 """
 
 from __future__ import annotations
 
 import logging
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
+from catalog.db.bulk import insert_rows
 from catalog.db.models import CatalogColumn, CatalogTable, ColumnProfile, TableKey
 from catalog.db.models.base import text_key
 from spark_jobs.lake.batches import ChangeBatch
@@ -42,6 +44,7 @@ def publish_profiles(session: Session, store: LakeStore, batch: ChangeBatch) -> 
         session.execute(delete(ColumnProfile).where(ColumnProfile.column_id.in_(ids)))
     rows = [
         {
+            "column_key": text_key(r["column_id"]),
             "column_id": r["column_id"],
             "row_count": r["row_count"],
             "null_count": r["null_count"],
@@ -65,10 +68,9 @@ def publish_profiles(session: Session, store: LakeStore, batch: ChangeBatch) -> 
         }
         for r in _silver(store, COLUMN_PROFILES, batch)
     ]
-    if rows:
-        session.execute(insert(ColumnProfile), rows)
+    n = insert_rows(session, ColumnProfile, rows)
     session.flush()
-    return {"n_profiles": len(rows)}
+    return {"n_profiles": n}
 
 
 def publish_keys(session: Session, store: LakeStore, batch: ChangeBatch) -> dict[str, int]:
@@ -77,6 +79,7 @@ def publish_keys(session: Session, store: LakeStore, batch: ChangeBatch) -> dict
         session.execute(delete(TableKey).where(TableKey.table_id.in_(chunk)))
     rows = [
         {
+            "table_key": text_key(r["table_id"]),
             "table_id": r["table_id"],
             "columns": list(r["columns"]),
             "exact": r["exact"],
@@ -86,8 +89,7 @@ def publish_keys(session: Session, store: LakeStore, batch: ChangeBatch) -> dict
         }
         for r in _silver(store, KEYS, batch)
     ]
-    if rows:
-        session.execute(insert(TableKey), rows)
+    insert_rows(session, TableKey, rows)
     searches = [
         {"table_key": text_key(r["table_id"]), "keys_search_complete": r["search_complete"]}
         for r in _silver(store, KEY_SEARCHES, batch)

@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from catalog.db.bulk import insert_rows
 from catalog.db.models import CatalogColumn, CatalogTable, JoinableColumn, UnionableTable
+from catalog.db.models.base import text_key
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.relate.joinable import JOINABLE, JOINABLE_CHANGES
@@ -39,87 +42,75 @@ def _existing(session: Session, column: Any, ids: Sequence[str]) -> set[str]:
     return out
 
 
-def _replace_lists(
-    session: Session,
-    store: LakeStore,
-    batch: ChangeBatch,
-    *,
-    model: Any,
-    subject: str,
-    changes: str,
-    gold: str,
-    known: Any,
-    row: Callable[[dict[str, Any]], dict[str, Any]],
-    name: str,
-) -> dict[str, int]:
+@dataclass(frozen=True)
+class Lists:
+    """One kind of precomputed list: its catalog model, subject column, gold tables and how a gold row
+    becomes a catalog row."""
+
+    name: str
+    model: Any
+    subject: str  # column_id or table_id
+    key: str  # the subject's digest key column
+    known: Any  # the catalog column listing the subjects that exist
+    changes: str
+    gold: str
+    convert: Callable[[dict[str, Any]], dict[str, Any]]
+
+    def insert(self, session: Session, rows: list[dict[str, Any]]) -> int:
+        """Bulk-insert the gold `rows` whose subject is in the catalog (a table deleted meanwhile is
+        left out); the digest key is computed here, so PostgreSQL takes the rows through COPY."""
+        present = _existing(session, self.known, sorted({r[self.subject] for r in rows}))
+        return insert_rows(
+            session,
+            self.model,
+            ({self.key: text_key(r[self.subject]), **self.convert(r)} for r in rows if r[self.subject] in present),
+        )
+
+
+JOINABLE_LISTS = Lists(
+    "joinable", JoinableColumn, "column_id", "column_key", CatalogColumn.column_id, JOINABLE_CHANGES, JOINABLE, dict
+)
+UNIONABLE_LISTS = Lists(
+    "unionable",
+    UnionableTable,
+    "table_id",
+    "table_key",
+    CatalogTable.table_id,
+    UNIONABLE_CHANGES,
+    UNIONABLE,
+    lambda r: {**r, "alignment": json.loads(r["alignment"])},
+)
+
+
+def _replace_lists(session: Session, store: LakeStore, batch: ChangeBatch, lists: Lists) -> dict[str, int]:
     """Replace the answer lists of the batch's changed subjects (column_id or table_id) by the gold
-    rows; rows whose subject is not in the catalog (a table deleted meanwhile) are left out."""
-    subjects = _changed(store, changes, subject, batch)
-    key = getattr(model, subject)
+    rows."""
+    subjects = _changed(store, lists.changes, lists.subject, batch)
+    key = getattr(lists.model, lists.subject)
     for i in range(0, len(subjects), _CHUNK):
-        session.execute(delete(model).where(key.in_(subjects[i : i + _CHUNK])))
+        session.execute(delete(lists.model).where(key.in_(subjects[i : i + _CHUNK])))
     if not subjects:
-        return {f"n_{name}_lists": 0, f"n_{name}": 0}
-    rows = store.read_arrow(gold, where={subject: subjects}).to_pylist()
-    present = _existing(session, known, sorted({r[subject] for r in rows}))
-    rows = [row(r) for r in rows if r[subject] in present]
-    if rows:
-        session.execute(insert(model), rows)
+        return {f"n_{lists.name}_lists": 0, f"n_{lists.name}": 0}
+    n = lists.insert(session, store.read_arrow(lists.gold, where={lists.subject: subjects}).to_pylist())
     session.flush()
-    return {f"n_{name}_lists": len(subjects), f"n_{name}": len(rows)}
+    return {f"n_{lists.name}_lists": len(subjects), f"n_{lists.name}": n}
 
 
 def publish_joinable(session: Session, store: LakeStore, batch: ChangeBatch) -> dict[str, int]:
-    return _replace_lists(
-        session,
-        store,
-        batch,
-        model=JoinableColumn,
-        subject="column_id",
-        changes=JOINABLE_CHANGES,
-        gold=JOINABLE,
-        known=CatalogColumn.column_id,
-        row=lambda r: r,
-        name="joinable",
-    )
+    return _replace_lists(session, store, batch, JOINABLE_LISTS)
 
 
 def publish_unionable(session: Session, store: LakeStore, batch: ChangeBatch) -> dict[str, int]:
-    return _replace_lists(
-        session,
-        store,
-        batch,
-        model=UnionableTable,
-        subject="table_id",
-        changes=UNIONABLE_CHANGES,
-        gold=UNIONABLE,
-        known=CatalogTable.table_id,
-        row=lambda r: {**r, "alignment": json.loads(r["alignment"])},
-        name="unionable",
-    )
+    return _replace_lists(session, store, batch, UNIONABLE_LISTS)
 
 
 def publish_all_relations(session: Session, store: LakeStore) -> dict[str, int]:
     """Replace every joinable and unionable list in the catalog by gold's (after `relate_all`), in
     the caller's transaction."""
     counts: dict[str, int] = {}
-    for model, subject, gold, known, row, name in (
-        (JoinableColumn, "column_id", JOINABLE, CatalogColumn.column_id, lambda r: r, "joinable"),
-        (
-            UnionableTable,
-            "table_id",
-            UNIONABLE,
-            CatalogTable.table_id,
-            lambda r: {**r, "alignment": json.loads(r["alignment"])},
-            "unionable",
-        ),
-    ):
-        session.execute(delete(model))
-        rows = store.read_arrow(gold).to_pylist() if store.exists(gold) else []
-        present = _existing(session, known, sorted({r[subject] for r in rows}))
-        rows = [row(r) for r in rows if r[subject] in present]
-        if rows:
-            session.execute(insert(model), rows)
-        counts[f"n_{name}"] = len(rows)
+    for lists in (JOINABLE_LISTS, UNIONABLE_LISTS):
+        session.execute(delete(lists.model))
+        rows = store.read_arrow(lists.gold).to_pylist() if store.exists(lists.gold) else []
+        counts[f"n_{lists.name}"] = lists.insert(session, rows)
     session.flush()
     return counts

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark import StorageLevel
 from pyspark.sql import Window
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -269,10 +270,15 @@ def classified(values: DataFrame) -> DataFrame:
 
 def column_stats(values: DataFrame, *, k: int = TOP_K, bins: int = HISTOGRAM_BINS) -> DataFrame:
     """Classified (table_id, col, value, n, large) rows -> one row of weighted measures per column,
-    with its top k values (`top`: rank, value, n) and numeric bin counts (`bin_0`…), in one pass:
-    window functions over the (table_id, col) partitioning rank the values and find the numeric
-    range, and the aggregation reuses that partitioning. `n` is the multiplicity of the row's value;
-    `large` marks tables whose distinct count is estimated (there each row is one cell, n = 1)."""
+    with its top k values (`top`: rank, value, n) and numeric bin counts (`bin_0`…). `n` is the
+    multiplicity of the row's value; `large` marks tables whose distinct count is estimated (there
+    each row is one cell, n = 1).
+
+    Three aggregations over the (table_id, col) partitioning, joined: the numeric range, the top
+    values of the exactly counted columns (a window limited to k rows per column, which Spark
+    applies before the shuffle), and the measures with the bins. No window spans a whole column: a
+    large table's column is millions of rows, and buffering one for a window ran a 4 GB driver out
+    of memory on a real 2,000-table lake. The caller caches `values`, which all three read."""
 
     n, kind, state = F.col("n"), F.col("kind"), F.col("state")
     present = state == "present"
@@ -283,20 +289,23 @@ def column_stats(values: DataFrame, *, k: int = TOP_K, bins: int = HISTOGRAM_BIN
     numeric = kind.isin("integer", "decimal")
     dated = kind.isin("date", "datetime")
     ts_key = F.when(kind == "date", F.concat(F.col("date_key"), F.lit(" 00:00:00"))).otherwise(F.col("dt_key"))
-    column = Window.partitionBy("table_id", "col")
-    by_count = column.orderBy(F.when(present & ~F.col("large"), 0).otherwise(1), n.desc(), F.col("value").asc())
     x, lo, hi = F.col("x"), F.col("lo"), F.col("hi")
-    ranked = (
-        values.withColumn("x", F.when(numeric, F.coalesce(F.col("int_value").cast("double"), F.col("num_value"))))
+    column = ["table_id", "col"]
+    with_x = values.withColumn("x", F.when(numeric, F.coalesce(F.col("int_value").cast("double"), F.col("num_value"))))
+    bounds = with_x.where(x.isNotNull()).groupBy(*column).agg(F.min(x).alias("lo"), F.max(x).alias("hi"))
+    by_count = Window.partitionBy(*column).orderBy(n.desc(), F.col("value").asc())
+    top = (
+        values.where(present & ~F.col("large"))
         .withColumn("rank", F.row_number().over(by_count))
-        .withColumn("lo", F.min("x").over(column))
-        .withColumn("hi", F.max("x").over(column))
+        .where(F.col("rank") <= k)
+        .groupBy(*column)
+        .agg(F.collect_list(F.struct("rank", "value", "n")).alias("top"))
     )
-    ranked = ranked.withColumn(
+    ranked = with_x.join(bounds, column, "left").withColumn(
         "bin", F.when(hi == lo, 0).otherwise(F.least(F.floor((x - lo) / (hi - lo) * bins), F.lit(bins - 1))).cast("int")
     )
-    top = F.when(present & ~F.col("large") & (F.col("rank") <= k), F.struct("rank", "value", "n"))
-    return ranked.groupBy("table_id", "col").agg(
+    no_top = F.array().cast("array<struct<rank:int,value:string,n:bigint>>")
+    measures = ranked.groupBy(*column).agg(
         F.sum(n).alias("row_count"),
         wsum(state == "null").alias("null_count"),
         wsum(state == "empty").alias("empty_count"),
@@ -319,9 +328,9 @@ def column_stats(values: DataFrame, *, k: int = TOP_K, bins: int = HISTOGRAM_BIN
         F.max(F.when(kind == "date", F.col("date_key"))).alias("date_max"),
         F.min(F.when(dated, ts_key)).alias("ts_min"),
         F.max(F.when(dated, ts_key)).alias("ts_max"),
-        F.collect_list(top).alias("top"),
         *[wsum(numeric & (F.col("bin") == b)).alias(f"bin_{b}") for b in range(bins)],
     )
+    return measures.join(top, column, "left").withColumn("top", F.coalesce(F.col("top"), no_top))
 
 
 def sampled_top_values(cells: DataFrame, k: int = TOP_K) -> DataFrame:
@@ -593,7 +602,11 @@ def _measured_on_executors(cells: DataFrame, large_ids: list[str]) -> tuple[Meas
             "table_id", "col", "value", F.lit(1).cast("long").alias("n"), F.lit(True).alias("large")
         )
         values = exact_counts.unionByName(large_cells)
-    measured = column_stats(classified(values)).collect()
+    facts = classified(values).persist(StorageLevel.MEMORY_AND_DISK)  # column_stats reads it three times
+    try:
+        measured = column_stats(facts).collect()
+    finally:
+        facts.unpersist()
     stat_rows = {(r["table_id"], r["col"]): r.asDict(recursive=True) for r in measured}
     sampled: TopValues = {}
     if large_ids:

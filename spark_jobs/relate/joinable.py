@@ -42,10 +42,11 @@ Incremental: a batch changes few lists completely and many only at their tail.
   `2010` put most columns here; recomputing them cost more than a full run.
 * Lists of deleted columns vanish; all others are kept as they are.
 
-The recomputed, merged and vanished column ids of each batch are recorded in `joinable_changes`,
-which the catalog publisher reads to replace exactly those lists. Changing `joinable_k` or
-`joinable_max_list` takes `juncture rebuild` (which recomputes every list), as the kept lists were
-cut with the old values.
+The recomputed and vanished column ids of each batch, and the merged ones whose list changed (an
+added column entered it), are recorded in `joinable_changes`: the catalog publisher replaces
+exactly those lists, and the unionable stage re-scores the tables whose value evidence they hold.
+Changing `joinable_k` or `joinable_max_list` takes `juncture rebuild` (which recomputes every
+list), as the kept lists were cut with the old values.
 """
 
 from __future__ import annotations
@@ -380,6 +381,15 @@ def merged_lists(old: DataFrame, complete: DataFrame, scope: Scope, tokens: Data
     )
 
 
+def changed_columns(new: DataFrame, old: DataFrame) -> DataFrame:
+    """(column_id) of the lists in `new` or `old` (ranked rows of the same columns) that differ in
+    some rank's candidate or overlap."""
+    a = new.select("column_id", "rank", F.col("candidate_column_id").alias("c_new"), F.col("overlap").alias("o_new"))
+    b = old.select("column_id", "rank", F.col("candidate_column_id").alias("c_old"), F.col("overlap").alias("o_old"))
+    same = F.col("c_new").eqNullSafe(F.col("c_old")) & F.col("o_new").eqNullSafe(F.col("o_old"))
+    return a.join(b, ["column_id", "rank"], "full_outer").where(~same).select("column_id").distinct()
+
+
 def record_changes(store: LakeStore, batch: ChangeBatch, *frames: DataFrame) -> int:
     """Append the batch's re-listed columns (the union of `frames`' column_id, table_id) to
     `joinable_changes`, which the catalog publisher reads to replace exactly those lists."""
@@ -414,17 +424,23 @@ def update(
     k, max_list = settings.index.joinable_k, settings.index.joinable_max_list
     scope = batch_scope(tokens, old, store.read(JOINABLE_FREQUENT), batch, max_list)
     gone = old.where(F.col("table_id").isin(list(batch.touched))).select("column_id", "table_id")
-    n_affected = record_changes(store, batch, scope.recompute, scope.merge, gone)
     found = top_k_overlaps(tokens, scope.recompute, k=k, max_list=max_list, complete=scope.added)
-    assert found.complete is not None
-    merged = merged_lists(old, found.complete, scope, tokens, k)
-    fresh = gold_rows(found.top.unionByName(merged), tokens, keys, batch.batch_id)
-    affected = scope.recompute.unionByName(scope.merge).unionByName(gone).select("column_id")
+    if found.complete is None:  # pragma: no cover - asked for above
+        raise AssertionError("the added columns' complete lists were not counted")
+    merged = merged_lists(old, found.complete, scope, tokens, k).cache()
+    # a merged list the added columns did not enter stays as it is, unpublished
+    changed = changed_columns(merged, old.join(scope.merge, "column_id", "left_semi"))
+    relisted = scope.merge.join(changed, "column_id", "left_semi").cache()
+    n_affected = record_changes(store, batch, scope.recompute, relisted, gone)
+    fresh = gold_rows(
+        found.top.unionByName(merged.join(relisted, "column_id", "left_semi")), tokens, keys, batch.batch_id
+    )
+    affected = scope.recompute.unionByName(relisted).unionByName(gone).select("column_id")
     kept = old.join(affected, "column_id", "left_anti").where(~F.col("table_id").isin(list(batch.touched)))
     lists = kept.select(*JOINABLE_SCHEMA.names).unionByName(fresh.select(*JOINABLE_SCHEMA.names))
     result = store.overwrite(JOINABLE, lists)
     store.overwrite(JOINABLE_FREQUENT, scope.frequent.select("token", "f"))
-    for frame in (scope.recompute, scope.merge):
+    for frame in (scope.recompute, scope.merge, merged, relisted):
         frame.unpersist()
     counts = {"n_joinable_affected": n_affected, "n_joinable_rows": result.n_rows_written}
     log.info("joinable lists updated", extra=counts)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +23,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from catalog.db.bulk import insert_rows
+from catalog.db.models.base import text_key
 from catalog.search.josie.models import JosieMeta, JosiePosting, JosieSet, JosieToken
 from spark_jobs.josie.build import read_state
 from spark_jobs.josie.tables import (
@@ -40,6 +43,7 @@ from spark_jobs.lake.store import LakeStore
 log = logging.getLogger(__name__)
 
 _CHUNK = 500  # keys per DELETE ... IN (...)
+_BATCH_ROWS = 50_000  # index rows turned into Python objects at a time
 
 
 def catalog_index_version(session: Session) -> int | None:
@@ -105,54 +109,55 @@ def _publish_keys(session: Session, store: LakeStore, *, token_ids: list[int], s
 def _insert_all(
     session: Session, store: LakeStore, token_ids: list[int] | None, set_ids: list[int] | None
 ) -> dict[str, int]:
-    tokens = _rows(store, JOSIE_TOKENS, "token_id", token_ids)
-    n_tokens = insert_rows(
-        session,
-        JosieToken,
-        (
-            {"token": t, "token_id": i, "frequency": f, "group_id": g}
-            for t, i, f, g in zip(
-                tokens["token"].to_pylist(),
-                tokens["token_id"].to_pylist(),
-                tokens["frequency"].to_pylist(),
-                tokens["group_id"].to_pylist(),
-                strict=True,
-            )
-        ),
+    n_tokens = _insert_batches(session, JosieToken, _rows(store, JOSIE_TOKENS, "token_id", token_ids), _token_rows)
+    n_postings = _insert_batches(
+        session, JosiePosting, _rows(store, JOSIE_POSTINGS, "token_id", token_ids), _posting_rows
     )
-    postings = _rows(store, JOSIE_POSTINGS, "token_id", token_ids)
-    n_postings = insert_rows(
-        session,
-        JosiePosting,
-        (
-            {"token_id": i, "set_ids": s, "positions": p, "sizes": z}
-            for i, s, p, z in zip(
-                postings["token_id"].to_pylist(),
-                _arrays(postings["set_ids"]),
-                _arrays(postings["positions"]),
-                _arrays(postings["sizes"]),
-                strict=True,
-            )
-        ),
-    )
-    sets = _rows(store, JOSIE_SETS, "set_id", set_ids)
-    n_sets = insert_rows(
-        session,
-        JosieSet,
-        (
-            {"set_id": i, "column_id": c, "table_id": t, "size": z, "tokens": a}
-            for i, c, t, z, a in zip(
-                sets["set_id"].to_pylist(),
-                sets["column_id"].to_pylist(),
-                sets["table_id"].to_pylist(),
-                sets["size"].to_pylist(),
-                _arrays(sets["tokens"]),
-                strict=True,
-            )
-        ),
-    )
+    n_sets = _insert_batches(session, JosieSet, _rows(store, JOSIE_SETS, "set_id", set_ids), _set_rows)
     session.flush()
     return {"josie_tokens_written": n_tokens, "josie_postings_written": n_postings, "josie_sets_written": n_sets}
+
+
+def _insert_batches(
+    session: Session, model: Any, table: pa.Table, rows: Callable[[pa.RecordBatch], Iterator[dict[str, Any]]]
+) -> int:
+    """Insert `table` one record batch at a time: a real lake's index is millions of rows, and
+    turned into Python objects at once it took gigabytes."""
+    return sum(insert_rows(session, model, rows(batch)) for batch in table.to_batches(max_chunksize=_BATCH_ROWS))
+
+
+def _token_rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
+    for t, i, f, g in zip(
+        batch.column("token").to_pylist(),
+        batch.column("token_id").to_pylist(),
+        batch.column("frequency").to_pylist(),
+        batch.column("group_id").to_pylist(),
+        strict=True,
+    ):
+        yield {"token_key": text_key(t), "token": t, "token_id": i, "frequency": f, "group_id": g}
+
+
+def _posting_rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
+    for i, s, p, z in zip(
+        batch.column("token_id").to_pylist(),
+        _arrays(batch.column("set_ids")),
+        _arrays(batch.column("positions")),
+        _arrays(batch.column("sizes")),
+        strict=True,
+    ):
+        yield {"token_id": i, "set_ids": s, "positions": p, "sizes": z}
+
+
+def _set_rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
+    for i, c, t, z, a in zip(
+        batch.column("set_id").to_pylist(),
+        batch.column("column_id").to_pylist(),
+        batch.column("table_id").to_pylist(),
+        batch.column("size").to_pylist(),
+        _arrays(batch.column("tokens")),
+        strict=True,
+    ):
+        yield {"set_id": i, "column_id": c, "table_id": t, "size": z, "tokens": a}
 
 
 def _rows(store: LakeStore, name: str, key: str, keys: list[int] | None) -> pa.Table:
@@ -162,14 +167,11 @@ def _rows(store: LakeStore, name: str, key: str, keys: list[int] | None) -> pa.T
     return table.filter(pc.is_in(table[key], pa.array(keys, pa.int64())))
 
 
-def _arrays(column: pa.ChunkedArray) -> list[np.ndarray]:
+def _arrays(column: pa.Array) -> Iterator[np.ndarray]:
     """A list<int32> column as one numpy array per row (slices of the flat values, no copies)."""
-    out: list[np.ndarray] = []
-    for chunk in column.chunks:
-        offsets = chunk.offsets.to_numpy()
-        values = chunk.values.to_numpy(zero_copy_only=False)
-        out.extend(values[offsets[i] : offsets[i + 1]] for i in range(len(chunk)))
-    return out
+    offsets = column.offsets.to_numpy()
+    values = column.values.to_numpy(zero_copy_only=False)
+    return (values[offsets[i] : offsets[i + 1]] for i in range(len(column)))
 
 
 def _write_meta(session: Session, state: JosieState) -> None:

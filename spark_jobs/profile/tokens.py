@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 COLUMN_TOKENS = "column_tokens"
 TOKENS = UnitSpec("tokens", (COLUMN_TOKENS,))
 _PY_WHITESPACE = "[\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f ]+"
+_SIMPLE = "^[A-Za-z0-9_:/,-]+\\z"  # values whose token is their lower case (Java's $ would allow a final newline)
 
 
 def _normalize_udf(value: str | None) -> str | None:
@@ -57,7 +58,10 @@ def normalized_token(value: Column) -> Column:
         F.regexp_replace(m_digits, "^0+", "")
     )
     integral = F.when((m_sign == "-") & (digits != "0"), F.concat(F.lit("-"), digits)).otherwise(digits)
-    ascii_token = F.when(text.rlike(r"^[+-]?[0-9]+\.0+$"), integral).otherwise(text)
+    general = F.when(text.rlike(r"^[+-]?[0-9]+\.0+$"), integral).otherwise(text)
+    # Most values (codes, integers, words) hold no space, dot, plus or control character: for them
+    # the whole normalization is lower(), and CASE WHEN evaluates only the branch it takes.
+    ascii_token = F.when(value.rlike(_SIMPLE), F.lower(value)).otherwise(general)
     return F.when(ascii_token.isin(*sorted(NULL_LIKES)), F.lit(None)).otherwise(ascii_token)
 
 

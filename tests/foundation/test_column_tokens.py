@@ -41,6 +41,15 @@ ALPHABET = [
     "\ufffd",
 ]
 SPECIAL = [
+    # the plain ASCII path (its token is the value in lower case, unless null-like)
+    "ABC-12",
+    "007",
+    "-12",
+    "N/A",
+    "Null",
+    "NONE",
+    "a_b:c/d,e",
+    ",",
     "12.0",
     "-0.00",
     "+5.0",

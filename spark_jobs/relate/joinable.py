@@ -309,6 +309,12 @@ class Scope:
     merge: DataFrame
     added: DataFrame
     frequent: DataFrame
+    counted: DataFrame  # (token, f) of the tokens that could cross, cached: `frequent` derives from it
+
+    def release(self) -> None:
+        """Drop the cached frames once the batch's lists are written."""
+        for frame in (self.recompute, self.merge, self.counted):
+            frame.unpersist()
 
 
 def batch_scope(tokens: DataFrame, old: DataFrame, frequent: DataFrame, batch: ChangeBatch, max_list: int) -> Scope:
@@ -346,7 +352,7 @@ def batch_scope(tokens: DataFrame, old: DataFrame, frequent: DataFrame, batch: C
         .join(recompute, "column_id", "left_anti")
         .cache()
     )
-    return Scope(recompute, merge, added_columns, now_frequent)
+    return Scope(recompute, merge, added_columns, now_frequent, counted)
 
 
 def merged_lists(old: DataFrame, complete: DataFrame, scope: Scope, tokens: DataFrame, k: int) -> DataFrame:
@@ -440,7 +446,8 @@ def update(
     lists = kept.select(*JOINABLE_SCHEMA.names).unionByName(fresh.select(*JOINABLE_SCHEMA.names))
     result = store.overwrite(JOINABLE, lists)
     store.overwrite(JOINABLE_FREQUENT, scope.frequent.select("token", "f"))
-    for frame in (scope.recompute, scope.merge, merged, relisted):
+    scope.release()
+    for frame in (merged, relisted):
         frame.unpersist()
     counts = {"n_joinable_affected": n_affected, "n_joinable_rows": result.n_rows_written}
     log.info("joinable lists updated", extra=counts)

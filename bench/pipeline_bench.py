@@ -509,6 +509,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--warm-up", action=argparse.BooleanOptionalAction, default=True, help="index the small seed first, untimed"
     )
+    parser.add_argument("--keep", action="store_true", help="keep the lakes and homes (printed) for inspection")
     args = parser.parse_args(argv)
     if args.baseline_scales is None:
         args.baseline_scales = args.scale
@@ -538,7 +539,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.write(f"\nchecks: {'FAIL' if failed else 'PASS'} ({len(failed)} mismatches)\n")
         return 1 if failed else 0
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if args.keep:
+            out.write(f"kept: {root}\n")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

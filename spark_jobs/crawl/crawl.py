@@ -28,6 +28,7 @@ import hashlib
 import logging
 import os
 import shutil
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +45,7 @@ from plugins.sources.http_client import FetchError, HttpClient
 from plugins.sources.listing import BadIdError, ListedTable, ListingError
 from plugins.sources.parsing import ParseError, ParseLimits, delta_content_sha256, parse_file
 from plugins.sources.socrata import SocrataHook
-from spark_jobs.crawl.land import ParsedTable, land_batch
+from spark_jobs.crawl.land import CellStaging, ParsedTable, land_batch
 from spark_jobs.lake.bronze import DATASETS
 from spark_jobs.lake.lock import lake_lock
 from spark_jobs.lake.store import LakeStore
@@ -207,13 +208,13 @@ def run_crawl(
     commits have `spark_jobs.lake.faults` checkpoints)."""
     sources = _sources(settings, source_name, folder)
     files = _LakeFiles(settings.lake)
-    tmp_dir = Path(settings.home) / "crawl-tmp"
+    tmp_dir = Path(settings.home) / "crawl-tmp" / uuid.uuid4().hex  # its own: crawls may run at once
     limits = ParseLimits.from_settings(settings.crawl)
     report = CrawlReport()
     prior = _prior_state(LakeStore(settings.lake, spark))
     own_client = client is None
     client = client or HttpClient(settings.crawl)
-    found = _Found()
+    found = _Found(staging=CellStaging(tmp_dir, settings.index.cells_buckets))
     try:
         listings: list[tuple[SourceConfig, list[ListedTable]]] = []
         for source in sources:
@@ -250,8 +251,7 @@ def run_crawl(
                         tmp_dir,
                         limits,
                         report,
-                        found.added,
-                        found.refresh,
+                        found,
                     )
         if fault:
             fault("land")
@@ -268,9 +268,11 @@ def run_crawl(
 
 @dataclass
 class _Found:
-    """What a crawl found before landing: parsed new/changed tables, fresh stamps of unchanged ones,
-    the ids each source listed and the sources listed completely."""
+    """What a crawl found before landing: parsed new/changed tables (descriptions; their cells are
+    staged on disk), fresh stamps of unchanged ones, the ids each source listed and the sources
+    listed completely."""
 
+    staging: CellStaging
     added: list[ParsedTable] = field(default_factory=list)
     refresh: dict[str, str] = field(default_factory=dict)
     listed_ids: set[str] = field(default_factory=set)
@@ -291,7 +293,9 @@ def _land(settings: Settings, spark: SparkSession | None, found: _Found, report:
             for tid, stamp in found.refresh.items()
             if tid in now and now[tid].stamp != stamp and tid not in {t.table_id for t in added}
         }
-        batch = land_batch(store, added, deleted, n_buckets=settings.index.cells_buckets, stamps=stamps)
+        batch = land_batch(
+            store, added, deleted, n_buckets=settings.index.cells_buckets, stamps=stamps, staging=found.staging
+        )
     if batch.batch_id:
         report.batch_id = batch.batch_id
         report.added = batch.added
@@ -308,8 +312,7 @@ def _crawl_one(
     tmp_dir: Path,
     limits: ParseLimits,
     report: CrawlReport,
-    added: list[ParsedTable],
-    refresh: dict[str, str],
+    found: _Found,
 ) -> None:
     if prev is not None and prev.stamp == entry.stamp and entry.stamp:
         report.unchanged += 1
@@ -332,14 +335,14 @@ def _crawl_one(
         report.bytes += n  # downloaded, or read from the folder
         if prev is not None and prev.sha == sha:
             report.unchanged += 1
-            refresh[entry.table_id] = entry.stamp
+            found.refresh[entry.table_id] = entry.stamp
             return
         content = parse_file(path, entry.format, limits)
         if not content.headers:
             raise ParseError("no columns")
         for p in content.problems:
             report.problems.append((entry.table_id, p))
-        added.append(_to_parsed(entry, content, sha))
+        found.added.append(found.staging.add(_to_parsed(entry, content, sha)))
         if tmp is not None:
             files.keep(tmp, sha)
             tmp = None

@@ -8,14 +8,18 @@ invisible; the next writer of bronze rolls its table versions back. The caller h
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from catalog.core.identity import column_headers, storable_text, table_bucket
 from catalog.core.logs import log_context
@@ -51,10 +55,62 @@ class ParsedTable:
     portal_types: Sequence[str | None] = field(default_factory=tuple)
     content_sha256: str | None = None
     source_updated_at: str | None = None
+    staged_rows: int | None = None  # set when the cells wait on disk (`CellStaging`), not in `columns`
 
     @property
     def n_rows(self) -> int:
+        if self.staged_rows is not None:
+            return self.staged_rows
         return len(self.columns[0]) if self.columns else 0
+
+
+class CellStaging:
+    """The cells of a crawl's parsed tables, spilled to local Parquet files (one per table bucket)
+    as they are parsed, so that a crawl holds only table descriptions in memory however large the
+    lake. The landing streams them back bucket by bucket, each bucket in the order its tables
+    were staged (a crawl stages them in table-id order), so bronze files get narrow ranges."""
+
+    def __init__(self, folder: Path, n_buckets: int, *, group_rows: int = 65_536) -> None:
+        self.folder = folder / f"cells-{uuid.uuid4().hex}"
+        self.n_buckets = n_buckets
+        self.group_rows = group_rows
+        self._writers: dict[int, pq.ParquetWriter] = {}
+        self._pending: dict[int, list[pa.Table]] = {}
+
+    def add(self, table: ParsedTable) -> ParsedTable:
+        """Stage the table's cells; returns its description (no cells, `staged_rows` set)."""
+        bucket = table_bucket(table.table_id, self.n_buckets)
+        pending = self._pending.setdefault(bucket, [])
+        pending.append(cells_of(table, self.n_buckets))
+        if sum(t.num_rows for t in pending) >= self.group_rows:
+            self._flush(bucket)
+        return dataclasses.replace(table, columns=(), staged_rows=table.n_rows)
+
+    def _flush(self, bucket: int) -> None:
+        pending = self._pending.pop(bucket, [])
+        if not pending:
+            return
+        if bucket not in self._writers:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._writers[bucket] = pq.ParquetWriter(self.folder / f"bucket-{bucket}.parquet", CELLS_SCHEMA)
+        rows = pa.concat_tables(pending)
+        self._writers[bucket].write_table(rows, row_group_size=max(rows.num_rows, 1))
+
+    def cells(self, table_ids: Collection[str]) -> pa.RecordBatchReader:
+        """The staged cells of `table_ids` (others were staged but are not landed), streamed."""
+        for bucket in list(self._pending):
+            self._flush(bucket)
+        for writer in self._writers.values():
+            writer.close()
+        files = [self.folder / f"bucket-{b}.parquet" for b in sorted(self._writers)]
+        self._writers = {}
+        wanted = pa.array(sorted(table_ids), pa.string())
+        batches = (
+            batch.filter(pc.is_in(batch["table_id"], wanted))
+            for path in files
+            for batch in pq.ParquetFile(path, pre_buffer=False).iter_batches()  # pre-buffering reads whole files
+        )
+        return pa.RecordBatchReader.from_batches(CELLS_SCHEMA, batches)
 
 
 def cells_of(table: ParsedTable, n_buckets: int) -> pa.Table:
@@ -125,9 +181,14 @@ def land_batch(
     *,
     n_buckets: int,
     stamps: Mapping[str, str | None] | None = None,
+    staging: CellStaging | None = None,
 ) -> ChangeBatch:
     """Land `added` (new or changed tables) and remove `deleted` as the next change batch, and record
-    `stamps` (new portal stamps of unchanged tables); all of it in one bronze commit."""
+    `stamps` (new portal stamps of unchanged tables); all of it in one bronze commit. With
+    `staging`, the cells of `added` (then descriptions) are streamed from it.
+
+    Cells are written in table-id order, so each bronze file holds a narrow range of table ids and
+    a later batch reads and rewrites only the files whose ranges hold its tables."""
     if not added and not deleted and not stamps:
         return ChangeBatch(0, (), ())
     base = begin(store, BRONZE)
@@ -141,8 +202,9 @@ def land_batch(
     touched = sorted({t.table_id for t in added} | set(deleted))
     buckets = sorted({table_bucket(t, n_buckets) for t in touched})
     with log_context(batch_id=batch_id):
-        cells = pa.concat_tables([cells_of(t, n_buckets) for t in added]) if added else CELLS_SCHEMA.empty_table()
-        store.overwrite_where(
+        ids = {t.table_id for t in added}
+        cells = staging.cells(ids) if staging is not None else _cells_in_order(added, n_buckets)
+        written = store.overwrite_where(
             CELLS, cells, column="table_id", values=touched, partitions={"bucket": buckets}, partition_by=["bucket"]
         )
         store.overwrite_where(DATASETS, dataset_rows(added, batch_id, now), column="table_id", values=touched)
@@ -153,8 +215,19 @@ def land_batch(
         )
         store.append(CHANGES, changes)
         commit(store, BRONZE, base, batch_id=batch_id, kind="land")
-        log.info("batch landed", extra={"n_added": len(added), "n_deleted": len(deleted), "n_cells": cells.num_rows})
+        log.info(
+            "batch landed",
+            extra={"n_added": len(added), "n_deleted": len(deleted), "n_cells_written": written.n_rows_written},
+        )
     return ChangeBatch(batch_id, tuple(sorted(t.table_id for t in added)), tuple(sorted(deleted)))
+
+
+def _cells_in_order(tables: Sequence[ParsedTable], n_buckets: int) -> pa.RecordBatchReader:
+    """The cells of in-memory tables in table-id order, one table converted at a time."""
+    ordered = sorted(tables, key=lambda t: t.table_id)
+    return pa.RecordBatchReader.from_batches(
+        CELLS_SCHEMA, (b for t in ordered for b in cells_of(t, n_buckets).to_batches())
+    )
 
 
 def _refresh_stamps(store: LakeStore, stamps: Mapping[str, str | None]) -> None:

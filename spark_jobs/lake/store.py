@@ -8,8 +8,11 @@ Two engines:
   in *one* transaction (`create_write_transaction` with add and remove actions). Until that commit
   the new files are invisible, so a writer killed at any point leaves readers on the previous
   version; a rerun writes fresh files and commits. Replacing rows (overwrite-where, merge) rewrites
-  only the files that can hold affected rows — the matching partitions when the table is
-  partitioned — and removes the old files in the same commit.
+  only the files that can hold affected rows — in the matching partitions, and among those the
+  files whose min/max statistics can hold the replaced values — and removes the old files in the
+  same commit. Overwrite-where writes its files in the order of the replaced column, at most
+  `FILE_ROWS` rows each, so that those ranges stay narrow: a batch that replaces 1% of the tables
+  rewrites (and its readers read) a few files, not whole partitions.
 * **delta-spark**, when the session has the Delta jars: Spark's own Delta writer and `DeltaTable`.
 
 Readers never go through delta-rs's pyarrow dataset: with deltalake 1.1.4 to 1.6.6 and pyarrow 22
@@ -28,13 +31,15 @@ of the table it writes, so a writer reads its own writes before it commits them.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
+import itertools
 import json
 import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Union
 from urllib.parse import unquote
@@ -59,10 +64,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Engine = Literal["auto", "delta-rs", "delta-spark"]
-# What a write takes: a Spark DataFrame (written by the executors) or an Arrow table (by pyarrow).
-Data = Union["DataFrame", pa.Table]
+# What a write takes: a Spark DataFrame (written by the executors), or an Arrow table or a stream of
+# Arrow batches (written by pyarrow; a stream is never held in memory whole).
+Data = Union["DataFrame", pa.Table, pa.RecordBatchReader]
 _STAGING = "_staging"
 _IN_CHUNK = 5000  # values per IN (...) list in one predicate
+# Rows per Parquet file and per row group in Arrow writes. Files stay small enough that a batch
+# rewrites or reads only the few files whose value ranges hold its rows (see `_in_ranges`).
+FILE_ROWS = 262_144
+GROUP_ROWS = 65_536
+STREAM_ROWS = 4 * FILE_ROWS  # rows of a stream held at once by an Arrow write
 
 
 @dataclass(frozen=True)
@@ -379,10 +390,19 @@ class LakeStore:
         return out.select(list(columns)) if columns else out
 
     def _files(self, table: DeltaTable, where: Mapping[str, Sequence[Any]] | None) -> list[str]:
-        """Snapshot file URIs, pruned by partition values when `where` names a partition column."""
+        """Snapshot file URIs, pruned by partition values when `where` names a partition column, and
+        by the files' min/max statistics when it names another column (e.g. a batch's table ids)."""
         parts = set(table.metadata().partition_columns)
         filters = [(c, "in", [str(v) for v in vals]) for c, vals in (where or {}).items() if c in parts]
-        return delta_file_paths(table, filters or None)
+        uris = delta_file_paths(table, filters or None)
+        by_stats = {c: vals for c, vals in (where or {}).items() if c not in parts}
+        if not by_stats:
+            return uris
+        actions = _add_actions(table)
+        hits = _in_ranges(actions, by_stats)
+        outside = {unquote(p) for p, hit in zip(actions["path"].to_pylist(), hits, strict=True) if not hit}
+        depth = len(parts) + 1  # a file's path relative to the table: its partition folders and its name
+        return [u for u in uris if "/".join(unquote(u).split("/")[-depth:]) not in outside]
 
     def _strip_scheme(self, uri: str) -> str:
         """A snapshot URI as a path on `self._fs`."""
@@ -412,9 +432,10 @@ class LakeStore:
         """Replace every row whose `column` is in `values` by `data`, atomically (e.g. the cells of
         the tables of one batch). Rows of `data` should themselves carry one of `values`.
         `partitions` names the partition values those rows can live in (e.g. their table buckets),
-        so that only those partitions are rewritten."""
+        so that only those partitions are rewritten. Files are written in `column` order, so each
+        holds a narrow range of its values and the next replacement rewrites few of them."""
         if not self.exists(name):
-            return self.append(name, data, partition_by=partition_by)
+            return self._write(name, data, mode="append", partition_by=partition_by, cluster_by=column)
         if self.engine == "delta-spark":
             return self._spark_replace(name, data, predicate=in_predicate(column, list(values)))
         return self._replace(
@@ -422,12 +443,15 @@ class LakeStore:
             data,
             keep=lambda old: _without_values(old, column, values),
             where={column: list(values), **(partitions or {})},
+            cluster_by=column,
         )
 
     def merge(self, name: str, data: Data, *, keys: Sequence[str], partition_by: Sequence[str] = ()) -> CommitResult:
         """Upsert by `keys`: rows of `data` replace rows with equal keys, the rest are inserted."""
         if not keys:
             raise LakeError(name, "merge needs at least one key column")
+        if isinstance(data, pa.RecordBatchReader):
+            data = data.read_all()  # an upsert compares keys with the whole input
         if not self.exists(name):
             return self.append(name, data, partition_by=partition_by)
         if self.engine == "delta-spark":
@@ -457,7 +481,9 @@ class LakeStore:
         )
 
     # ------------------------------------------------------------------ delta-rs machinery
-    def _write(self, name: str, data: Data, *, mode: str, partition_by: Sequence[str]) -> CommitResult:
+    def _write(
+        self, name: str, data: Data, *, mode: str, partition_by: Sequence[str], cluster_by: str | None = None
+    ) -> CommitResult:
         if self.engine == "delta-spark":
             return self._spark_write(name, data, mode=mode, partition_by=partition_by)
         exists = self.exists(name)
@@ -467,12 +493,18 @@ class LakeStore:
         schema = _arrow_schema_of(data)
         if exists:
             self._check_schema(name, schema)
-        adds, n_rows = self._stage_files(name, data, parts)
+        adds, n_rows = self._stage_files(name, data, parts, cluster_by)
         removes = self._removes(_add_actions(self._latest(name))) if exists and mode == "overwrite" else []
         return self._commit(name, adds, removes, schema, parts, n_rows, create=not exists)
 
     def _replace(
-        self, name: str, data: Data, *, keep: Callable[[Any], Any], where: Mapping[str, Sequence[Any]] | None
+        self,
+        name: str,
+        data: Data,
+        *,
+        keep: Callable[[Any], Any],
+        where: Mapping[str, Sequence[Any]] | None,
+        cluster_by: str | None = None,
     ) -> CommitResult:
         """Rewrite the files that may hold rows to drop: keep their other rows, add `data`."""
         table = self._latest(name)
@@ -481,26 +513,61 @@ class LakeStore:
         self._check_schema(name, schema)
         affected = self._affected_actions(table, where)
         affected_uris = [f"{self.uri(name)}/{p}" for p in affected["path"]]
-        combined = data
-        if affected_uris and _is_spark(data):
-            combined = keep(self._read_uris(name, affected_uris)).unionByName(data)
-        elif affected_uris:
-            kept = keep(self._read_arrow_uris(name, affected_uris))
-            combined = pa.concat_tables([kept.select(data.column_names).cast(data.schema), data])
-        adds, n_rows = self._stage_files(name, combined, parts)
+        if _is_spark(data):
+            combined = keep(self._read_uris(name, affected_uris)).unionByName(data) if affected_uris else data
+            adds, n_rows = self._stage_files(name, combined, parts, cluster_by)
+        else:
+            adds, n_rows = self._rewrite_arrow(name, data, keep, affected_uris, parts, schema, cluster_by)
         return self._commit(name, adds, self._removes(affected), schema, parts, n_rows, create=False)
 
+    def _rewrite_arrow(
+        self,
+        name: str,
+        data: pa.Table | pa.RecordBatchReader,
+        keep: Callable[[Any], Any],
+        affected_uris: list[str],
+        parts: list[str],
+        schema: pa.Schema,
+        cluster_by: str | None,
+    ) -> tuple[list[AddAction], int]:
+        """Copy-on-write, one affected file at a time (memory holds one file, never the table): a
+        large file less its dropped rows is rewritten on its own, so its value range stays as narrow
+        as it was; small remainders are pooled with `data` into fresh files."""
+        adds: list[AddAction] = []
+        n_rows = 0
+        pooled: list[pa.Table] = []
+
+        def stage(rows: pa.Table | pa.RecordBatchReader) -> None:
+            nonlocal n_rows
+            staged, n = self._stage_files(name, rows, parts, cluster_by)
+            adds.extend(staged)
+            n_rows += n
+
+        for uri in affected_uris:
+            kept = keep(self._read_arrow_uris(name, [uri])).select(schema.names).cast(schema)
+            if kept.num_rows >= FILE_ROWS // 4:
+                stage(kept)
+            elif kept.num_rows:
+                pooled.append(kept)
+                if sum(t.num_rows for t in pooled) >= FILE_ROWS:
+                    stage(pa.concat_tables(pooled))
+                    pooled = []
+        new = data.to_batches() if isinstance(data, pa.Table) else data
+        stage(pa.RecordBatchReader.from_batches(schema, itertools.chain(*(t.to_batches() for t in pooled), new)))
+        return adds, n_rows
+
     def _affected_actions(self, table: DeltaTable, where: Mapping[str, Sequence[Any]] | None) -> Any:
-        """Add actions of the files that may contain rows matching `where` (partition pruning)."""
+        """Add actions of the files that may contain rows matching `where`: partition pruning, then
+        the files' min/max statistics for the other columns."""
         actions = _add_actions(table)
         parts = set(table.metadata().partition_columns)
-        pruning = {c: v for c, v in (where or {}).items() if c in parts}
-        if not pruning:
-            return actions
-        mask = None
-        for col, vals in pruning.items():
-            m = pc.is_in(pc.cast(actions.column(f"partition.{col}"), pa.string()), pa.array([str(v) for v in vals]))
-            mask = m if mask is None else pc.and_(mask, m)
+        mask = pa.array(_in_ranges(actions, {c: v for c, v in (where or {}).items() if c not in parts}))
+        for col, vals in (where or {}).items():
+            if col in parts:
+                hit = pc.is_in(
+                    pc.cast(actions.column(f"partition.{col}"), pa.string()), pa.array([str(v) for v in vals])
+                )
+                mask = pc.and_(mask, hit)
         return actions.filter(mask)
 
     def _removes(self, actions: Any) -> list[RemoveAction]:
@@ -538,26 +605,27 @@ class LakeStore:
         )
         return dataset.to_table()
 
-    def _stage_files(self, name: str, data: Data, parts: list[str]) -> tuple[list[AddAction], int]:
-        """Write `data` as Parquet under the table folder; returns add actions and the row count."""
+    def _stage_files(
+        self, name: str, data: Data, parts: list[str], cluster_by: str | None = None
+    ) -> tuple[list[AddAction], int]:
+        """Write `data` as Parquet under the table folder; returns add actions and the row count.
+        With `cluster_by`, each partition's rows are written in that column's order (Spark sorts
+        them; an Arrow table is sorted; a stream is taken in the order it comes)."""
         write_id = uuid.uuid4().hex
         staging = self._fs_path(name, _STAGING, write_id)
         if _is_spark(data):
-            if parts:  # one file per partition value, not one per (task, partition value)
-                writer = data.repartition(*parts).write.mode("errorifexists").partitionBy(*parts)
+            if parts:  # files per partition value, not per (task, partition value)
+                frame = data.repartition(*parts)
+                frame = frame.sortWithinPartitions(*parts, cluster_by) if cluster_by else frame
+                writer = frame.write.mode("errorifexists").partitionBy(*parts).option("maxRecordsPerFile", FILE_ROWS)
             else:
                 writer = data.write.mode("errorifexists")
             writer.parquet(self.uri(name) + f"/{_STAGING}/{write_id}")
         else:
+            if cluster_by and isinstance(data, pa.Table):
+                data = data.sort_by(cluster_by)
             self._fs.create_dir(staging, recursive=True)
-            pq.write_to_dataset(
-                data,
-                staging,
-                partition_cols=parts or None,
-                filesystem=self._fs,
-                basename_template="part-{i}.parquet",
-                existing_data_behavior="error",
-            )
+            self._write_arrow(staging, data, parts)
         adds: list[AddAction] = []
         n_rows = 0
         for info in self._fs.get_file_info(pafs.FileSelector(staging, recursive=True)):
@@ -585,6 +653,27 @@ class LakeStore:
         self._fs.delete_dir_contents(staging, missing_dir_ok=True)
         self._fs.delete_dir(staging)
         return adds, n_rows
+
+    def _write_arrow(self, staging: str, data: pa.Table | pa.RecordBatchReader, parts: list[str]) -> None:
+        """Parquet files of `data` under `staging`, `FILE_ROWS` rows at most each. A stream is
+        written `STREAM_ROWS` rows at a time: pyarrow's writer reads ahead of its writes without
+        bound, which held a whole crawl's cells in memory."""
+        schema = _arrow_schema_of(data)
+        partitioning = pads.partitioning(pa.schema([schema.field(p) for p in parts]), flavor="hive") if parts else None
+        chunks = [data] if isinstance(data, pa.Table) else _chunks(data, STREAM_ROWS)
+        for n, chunk in enumerate(chunks):
+            pads.write_dataset(
+                chunk,
+                staging,
+                format="parquet",
+                partitioning=partitioning,
+                filesystem=self._fs,
+                basename_template=f"part-{n}-{{i}}.parquet",
+                existing_data_behavior="overwrite_or_ignore",  # names are unique per chunk
+                max_rows_per_file=FILE_ROWS,
+                min_rows_per_group=GROUP_ROWS,
+                max_rows_per_group=GROUP_ROWS,
+            )
 
     def _commit(
         self,
@@ -685,9 +774,9 @@ def _arrow_schema_of(data: Data) -> pa.Schema:
         from pyspark.sql.pandas.types import to_arrow_schema  # deferred: Arrow-only callers never load Spark
 
         return to_arrow_schema(data.schema)
-    if isinstance(data, pa.Table):
+    if isinstance(data, pa.Table | pa.RecordBatchReader):
         return data.schema
-    raise LakeError("?", f"cannot write {type(data).__name__}: pass a Spark DataFrame or a pyarrow Table")
+    raise LakeError("?", f"cannot write {type(data).__name__}: pass a Spark DataFrame, a pyarrow Table or a reader")
 
 
 def _delta_fields(schema: pa.Schema) -> list[tuple[str, str]]:
@@ -737,6 +826,41 @@ def _distinct_values(data: Data, column: str) -> list[Any]:
     return pc.unique(data[column]).to_pylist()
 
 
+def _chunks(reader: pa.RecordBatchReader, rows: int) -> Iterator[pa.Table]:
+    """The stream as tables of about `rows` rows (at least one, possibly empty)."""
+    pending: list[pa.RecordBatch] = []
+    n = 0
+    for batch in reader:
+        pending.append(batch)
+        n += batch.num_rows
+        if n >= rows:
+            yield pa.Table.from_batches(pending, reader.schema)
+            pending, n = [], 0
+    if pending or n == 0:
+        yield pa.Table.from_batches(pending, reader.schema)
+
+
+def _in_ranges(actions: pa.Table, where: Mapping[str, Sequence[Any]]) -> list[bool]:
+    """Per add action: whether its file's [min, max] of every `where` column holds one of that
+    column's values. A file without statistics for a column may hold anything."""
+    n = actions.num_rows
+    hits = [True] * n
+    for col, values in where.items():
+        if f"min.{col}" not in actions.column_names or f"max.{col}" not in actions.column_names:
+            continue
+        wanted = sorted(v for v in values if v is not None)
+        lows, highs = actions[f"min.{col}"].to_pylist(), actions[f"max.{col}"].to_pylist()
+        for i, (low, high) in enumerate(zip(lows, highs, strict=True)):
+            if not hits[i] or low is None or high is None:
+                continue
+            try:
+                at = bisect.bisect_left(wanted, low)
+                hits[i] = at < len(wanted) and wanted[at] <= high
+            except TypeError:  # values of another type than the column: no pruning
+                continue
+    return hits
+
+
 def _partition_values(folder: str) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for segment in filter(None, folder.split("/")):
@@ -755,14 +879,20 @@ def _partition_text(value: Any) -> str | None:
 
 
 def _file_stats(meta: pq.FileMetaData) -> dict[str, Any]:
-    """Delta per-file stats from the Parquet footer: row count, null counts, exact min/max of
-    numeric columns. String bounds are left out because writers may truncate them."""
+    """Delta per-file stats from the Parquet footer: row count, null counts, min/max of numeric and
+    string columns. A writer may truncate a long string bound, but a truncated bound still bounds
+    the column (the Parquet format requires it), and bounds are all that pruning by range uses."""
     stats: dict[str, Any] = {"numRecords": meta.num_rows, "minValues": {}, "maxValues": {}, "nullCount": {}}
     if meta.num_row_groups == 0:
         return stats
     schema = meta.schema.to_arrow_schema()
-    for i, field in enumerate(schema):
-        if not (pa.types.is_integer(field.type) or pa.types.is_floating(field.type)):
+    first = meta.row_group(0)
+    leaf = {first.column(j).path_in_schema: j for j in range(first.num_columns)}  # nested fields shift leaves
+    for field in schema:
+        i = leaf.get(field.name)
+        numeric = pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
+        text = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+        if i is None or not (numeric or text):
             continue
         mins, maxs, nulls = [], [], 0
         for rg in range(meta.num_row_groups):

@@ -45,7 +45,9 @@ def test_statements_built_on_the_fly_never_run_each_others_sql(pairs: Engine) ->
     seen: dict[int, str] = {}
     reused = 0
     with pairs.connect() as conn:
-        for i in range(60):
+        for i in range(2000):  # until the hazard has occurred a few times (addresses are reused often, not always)
+            if i >= 60 and reused >= 3:
+                break
             column = (PAIRS.c.a, PAIRS.c.b)[i % 2]
             statement = select(column).where(PAIRS.c.k == bindparam("k"))
             reused += seen.get(id(statement), column.name) != column.name
@@ -55,7 +57,7 @@ def test_statements_built_on_the_fly_never_run_each_others_sql(pairs: Engine) ->
             assert cursor.bind(PreparedSelect(statement)).all({"k": 2}) == [(20 if column.name == "a" else 200,)]
             del statement, cursor
             gc.collect()
-    assert reused > 0  # the hazard did occur in this run: two different statements shared an id
+    assert reused >= 3  # the hazard did occur in this run: different statements shared an id
 
 
 def test_driver_reads_equal_sqlalchemys(pairs: Engine) -> None:

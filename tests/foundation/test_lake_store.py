@@ -124,8 +124,8 @@ def test_value_ranges_prune_reads_and_rewrites_to_the_files_that_can_hold_the_ro
         assert rows_of(store.read_arrow("cells", where={"table_id": wanted})) == want
         assert spark_rows(store.read("cells", where={"table_id": wanted})) == want
 
-    new = [("t3", 500, 0, "new")]
-    batches = pa.RecordBatchReader.from_batches(arrow(new).schema, arrow(new).to_batches())  # a stream, as a crawl lands
+    new = [("t3", 500, 0, "new")]  # landed as a stream, as a crawl lands it
+    batches = pa.RecordBatchReader.from_batches(arrow(new).schema, arrow(new).to_batches())
     result = store.overwrite_where("cells", batches, column="table_id", values=["t3"], partitions={"bucket": [0]})
     assert result.n_files_removed == 1  # bucket 0 has t0's file too, whose range cannot hold t3
     assert rows_of(store.read_arrow("cells")) == sorted([r for r in ROWS if r[0] != "t3"] + new)

@@ -111,7 +111,6 @@ def test_overwrite_where_with_arrow_input_and_empty_replacement(store: LakeStore
     assert rows_of(store.read_arrow("t")) == sorted(r for r in ROWS if r[0] not in ("t0", "t3"))
 
 
-
 def test_value_ranges_prune_reads_and_rewrites_to_the_files_that_can_hold_the_rows(store: LakeStore, spark) -> None:  # type: ignore[no-untyped-def]
     """Arrow-written files carry the range of their table ids: a batch reads and rewrites only the
     files whose range can hold its tables. One write's files in different partitions share their
@@ -138,6 +137,7 @@ def test_statistics_of_a_column_after_a_nested_one_are_its_own(store: LakeStore)
     store.append("t", pa.table({"pair": pair, "n": pa.array([5, 6], pa.int64())}))
     assert store.read_arrow("t", where={"n": [5]})["n"].to_pylist() == [5]
     assert store.read_arrow("t", where={"n": [7]}).num_rows == 0
+
 
 @pytest.mark.parametrize("engine_input", ["spark", "arrow"])
 def test_merge_upserts_by_composite_key(store: LakeStore, spark, engine_input: str) -> None:  # type: ignore[no-untyped-def]

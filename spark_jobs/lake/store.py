@@ -10,9 +10,9 @@ Two engines:
   version; a rerun writes fresh files and commits. Replacing rows (overwrite-where, merge) rewrites
   only the files that can hold affected rows — in the matching partitions, and among those the
   files whose min/max statistics can hold the replaced values — and removes the old files in the
-  same commit. Overwrite-where writes its files in the order of the replaced column, at most
-  `FILE_ROWS` rows each, so that those ranges stay narrow: a batch that replaces 1% of the tables
-  rewrites (and its readers read) a few files, not whole partitions.
+  same commit. Overwrite-where writes Arrow data in the order of the replaced column, at most
+  `FILE_ROWS` rows a file, so that those ranges stay narrow: a batch that replaces 1% of the
+  tables in `cells` rewrites (and its readers read) a few files, not whole partitions.
 * **delta-spark**, when the session has the Delta jars: Spark's own Delta writer and `DeltaTable`.
 
 Readers never go through delta-rs's pyarrow dataset: with deltalake 1.1.4 to 1.6.6 and pyarrow 22
@@ -609,15 +609,14 @@ class LakeStore:
         self, name: str, data: Data, parts: list[str], cluster_by: str | None = None
     ) -> tuple[list[AddAction], int]:
         """Write `data` as Parquet under the table folder; returns add actions and the row count.
-        With `cluster_by`, each partition's rows are written in that column's order (Spark sorts
-        them; an Arrow table is sorted; a stream is taken in the order it comes)."""
+        With `cluster_by`, an Arrow table is written in that column's order (a stream is taken in
+        the order it comes). Spark writes are not sorted (sorting all of `column_tokens` by table
+        id cost more on the seed lake than rewriting the partitions a batch touches)."""
         write_id = uuid.uuid4().hex
         staging = self._fs_path(name, _STAGING, write_id)
         if _is_spark(data):
-            if parts:  # files per partition value, not per (task, partition value)
-                frame = data.repartition(*parts)
-                frame = frame.sortWithinPartitions(*parts, cluster_by) if cluster_by else frame
-                writer = frame.write.mode("errorifexists").partitionBy(*parts).option("maxRecordsPerFile", FILE_ROWS)
+            if parts:  # one file per partition value, not one per (task, partition value)
+                writer = data.repartition(*parts).write.mode("errorifexists").partitionBy(*parts)
             else:
                 writer = data.write.mode("errorifexists")
             writer.parquet(self.uri(name) + f"/{_STAGING}/{write_id}")

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FILES = "files"
+TMP = "crawl-tmp"  # under the home: each crawl's downloads and staged cells, in a folder of its own
 
 Progress = Callable[[int, int, str], None]
 Fault = Callable[[str], None]
@@ -141,6 +142,29 @@ class _LakeFiles:
             tmp.unlink(missing_ok=True)
 
 
+def remove_abandoned(tmp_root: Path) -> None:
+    """Delete the temp folders of crawls that died (killed, or their host rebooted): a folder is
+    named after its crawl's process id, and one whose process is gone is removed. A killed crawl's
+    staged cells can be gigabytes; nothing else would ever remove them."""
+    if not tmp_root.is_dir():
+        return
+    for entry in tmp_root.iterdir():
+        pid, _, rest = entry.name.partition("-")
+        if not (entry.is_dir() and pid.isdigit() and rest) or _alive(int(pid)):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
 def _folder_uri(root: str, fs_path: str) -> str:
     """The URI of a listed entry: local paths stay paths; remote ones get the root's scheme back."""
     if "://" not in root:
@@ -208,7 +232,9 @@ def run_crawl(
     commits have `spark_jobs.lake.faults` checkpoints)."""
     sources = _sources(settings, source_name, folder)
     files = _LakeFiles(settings.lake)
-    tmp_dir = Path(settings.home) / "crawl-tmp" / uuid.uuid4().hex  # its own: crawls may run at once
+    tmp_root = Path(settings.home) / TMP
+    remove_abandoned(tmp_root)
+    tmp_dir = tmp_root / f"{os.getpid()}-{uuid.uuid4().hex}"  # its own: crawls may run at once
     limits = ParseLimits.from_settings(settings.crawl)
     report = CrawlReport()
     prior = _prior_state(LakeStore(settings.lake, spark))

@@ -4,15 +4,19 @@ cell of the batch as Python strings and was killed for memory)."""
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
+from spark_jobs.crawl.crawl import TMP, run_crawl
 from spark_jobs.crawl.land import CellStaging, ParsedTable, land_batch
 from spark_jobs.lake.store import LakeStore
-from tests.crawl.conftest import csv_bytes
+from tests.crawl.conftest import crawl_settings, csv_bytes
 from tests.crawl.test_memory_bombs import peak_rss_mb
 
 
@@ -67,3 +71,20 @@ def test_staged_cells_land_like_cells_held_in_memory(tmp_path: Path) -> None:
     assert rows(staged, "cells", ()) == rows(in_memory, "cells", ())
     assert {r["table_id"] for r in rows(staged, "cells", ())} == {"file:t3.csv", "file:t1.csv"}
     assert rows(staged, "datasets", ("landed_at",)) == rows(in_memory, "datasets", ("landed_at",))
+
+
+def test_the_next_crawl_removes_what_a_killed_crawl_staged(tmp_path: Path) -> None:
+    """Staged cells live in the crawl's own temp folder, named after its process; a crawl that was
+    killed leaves it behind, and the next crawl removes it (never the folder of a live crawl)."""
+    settings = crawl_settings(tmp_path / "home")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    abandoned = Path(settings.home) / TMP / f"{dead.pid}-0123abcd"
+    running = Path(settings.home) / TMP / f"{os.getpid()}-4567ef01"
+    for folder in (abandoned, running):
+        (folder / "cells-x").mkdir(parents=True)
+        (folder / "cells-x" / "bucket-0.parquet").write_bytes(b"staged")
+    _lake(tmp_path / "lake", 1, rows=10)
+    assert run_crawl(settings, folder=str(tmp_path / "lake")).new == 1
+    assert not abandoned.exists() and running.exists()
+    assert [p.name for p in (Path(settings.home) / TMP).iterdir()] == [running.name]  # its own folder is gone too

@@ -75,6 +75,7 @@ class CellStaging:
         self.n_buckets = n_buckets
         self.group_rows = group_rows
         self._writers: dict[int, pq.ParquetWriter] = {}
+        self._paths: dict[int, Path] = {}
         self._pending: dict[int, list[pa.Table]] = {}
 
     def add(self, table: ParsedTable) -> ParsedTable:
@@ -92,18 +93,20 @@ class CellStaging:
             return
         if bucket not in self._writers:
             self.folder.mkdir(parents=True, exist_ok=True)
-            self._writers[bucket] = pq.ParquetWriter(self.folder / f"bucket-{bucket}.parquet", CELLS_SCHEMA)
+            self._paths[bucket] = self.folder / f"bucket-{bucket}.parquet"
+            self._writers[bucket] = pq.ParquetWriter(self._paths[bucket], CELLS_SCHEMA)
         rows = pa.concat_tables(pending)
         self._writers[bucket].write_table(rows, row_group_size=max(rows.num_rows, 1))
 
     def cells(self, table_ids: Collection[str]) -> pa.RecordBatchReader:
-        """The staged cells of `table_ids` (others were staged but are not landed), streamed."""
+        """The staged cells of `table_ids` (others were staged but are not landed), streamed. Ends
+        the staging: the files are complete (a landing that is retried may read them again)."""
         for bucket in list(self._pending):
             self._flush(bucket)
         for writer in self._writers.values():
             writer.close()
-        files = [self.folder / f"bucket-{b}.parquet" for b in sorted(self._writers)]
         self._writers = {}
+        files = [self._paths[b] for b in sorted(self._paths)]
         wanted = pa.array(sorted(table_ids), pa.string())
         batches = (
             batch.filter(pc.is_in(batch["table_id"], wanted))

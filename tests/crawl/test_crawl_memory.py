@@ -63,6 +63,7 @@ def test_staged_cells_land_like_cells_held_in_memory(tmp_path: Path) -> None:
     in_memory, staged = LakeStore(str(tmp_path / "a")), LakeStore(str(tmp_path / "b"))
     land_batch(in_memory, tables[:2], [], n_buckets=2)
     land_batch(staged, described[:2], [], n_buckets=2, staging=staging)  # t2 was staged but is not landed
+    assert sorted(staging.cells(["file:t2.csv"]).read_all()["table_id"].unique().to_pylist()) == ["file:t2.csv"]
 
     def rows(store: LakeStore, name: str, drop: tuple[str, ...]) -> list[dict[str, object]]:
         table: pa.Table = LakeStore(store.root).read_arrow(name)

@@ -432,8 +432,9 @@ class LakeStore:
         """Replace every row whose `column` is in `values` by `data`, atomically (e.g. the cells of
         the tables of one batch). Rows of `data` should themselves carry one of `values`.
         `partitions` names the partition values those rows can live in (e.g. their table buckets),
-        so that only those partitions are rewritten. Files are written in `column` order, so each
-        holds a narrow range of its values and the next replacement rewrites few of them."""
+        so that only those partitions are rewritten. Arrow data is written in `column` order, so each
+        file holds a narrow range of its values and the next replacement rewrites few of them
+        (Spark data is not sorted: see `_stage_files`)."""
         if not self.exists(name):
             return self._write(name, data, mode="append", partition_by=partition_by, cluster_by=column)
         if self.engine == "delta-spark":
@@ -829,13 +830,14 @@ def _chunks(reader: pa.RecordBatchReader, rows: int) -> Iterator[pa.Table]:
     """The stream as tables of about `rows` rows (at least one, possibly empty)."""
     pending: list[pa.RecordBatch] = []
     n = 0
+    yielded = False
     for batch in reader:
         pending.append(batch)
         n += batch.num_rows
         if n >= rows:
             yield pa.Table.from_batches(pending, reader.schema)
-            pending, n = [], 0
-    if pending or n == 0:
+            pending, n, yielded = [], 0, True
+    if pending or not yielded:
         yield pa.Table.from_batches(pending, reader.schema)
 
 

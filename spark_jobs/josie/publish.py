@@ -16,7 +16,6 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy import delete, select
@@ -167,11 +166,13 @@ def _rows(store: LakeStore, name: str, key: str, keys: list[int] | None) -> pa.T
     return table.filter(pc.is_in(table[key], pa.array(keys, pa.int64())))
 
 
-def _arrays(column: pa.Array) -> Iterator[np.ndarray]:
-    """A list<int32> column as one numpy array per row (slices of the flat values, no copies)."""
+def _arrays(column: pa.Array) -> Iterator[bytes]:
+    """A list<int32> column as one packed int32 array per row, the form the catalog stores
+    (`PackedInt32Array` takes bytes as they are): the range check and conversion run once over the
+    column's flat values, not once per row (a publish packs millions of lists)."""
     offsets = column.offsets.to_numpy()
-    values = column.values.to_numpy(zero_copy_only=False)
-    return (values[offsets[i] : offsets[i + 1]] for i in range(len(column)))
+    values = column.values.cast(pa.int32()).to_numpy(zero_copy_only=False).astype("<i4", copy=False)
+    return (values[offsets[i] : offsets[i + 1]].tobytes() for i in range(len(column)))
 
 
 def _write_meta(session: Session, state: JosieState) -> None:

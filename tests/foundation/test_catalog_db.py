@@ -126,6 +126,8 @@ def test_packed_arrays_round_trip_on_both_databases(catalog_engine) -> None:  # 
             [
                 {"id": 1, "a32": [3, 1, 2**31 - 1, -5], "a64": big},
                 {"id": 2, "a32": np.array([], dtype=np.int32), "a64": None},
+                # already packed (what the bulk publishers pass): stored as given
+                {"id": 4, "a32": np.array([7, -8], dtype="<i4").tobytes(), "a64": np.array([9], "<i8").tobytes()},
             ],
         )
     with catalog_engine.connect() as conn:
@@ -133,8 +135,11 @@ def test_packed_arrays_round_trip_on_both_databases(catalog_engine) -> None:  # 
     assert rows[1].a32.tolist() == [3, 1, 2**31 - 1, -5]
     assert rows[1].a64.tolist() == big.tolist()
     assert rows[2].a32.tolist() == [] and rows[2].a64 is None
+    assert rows[4].a32.tolist() == [7, -8] and rows[4].a64.tolist() == [9]
     with pytest.raises(Exception, match="out of range"), catalog_engine.begin() as conn:
         conn.execute(insert(arrays), [{"id": 3, "a32": [2**31]}])
+    with pytest.raises(Exception, match="whole number"), catalog_engine.begin() as conn:
+        conn.execute(insert(arrays), [{"id": 5, "a64": b"\x00" * 12}])
 
 
 def test_sqlite_catalog_runs_in_wal_mode(tmp_path) -> None:  # type: ignore[no-untyped-def]

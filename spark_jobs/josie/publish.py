@@ -22,7 +22,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from catalog.db.bulk import insert_rows
-from catalog.db.models.base import text_key
+from catalog.db.models.base import pack_int32_lists, text_key
 from catalog.search.josie.models import JosieMeta, JosiePosting, JosieSet, JosieToken
 from spark_jobs.josie.build import read_state
 from spark_jobs.josie.tables import (
@@ -167,12 +167,8 @@ def _rows(store: LakeStore, name: str, key: str, keys: list[int] | None) -> pa.T
 
 
 def _arrays(column: pa.Array) -> Iterator[bytes]:
-    """A list<int32> column as one packed int32 array per row, the form the catalog stores
-    (`PackedInt32Array` takes bytes as they are): the range check and conversion run once over the
-    column's flat values, not once per row (a publish packs millions of lists)."""
-    offsets = column.offsets.to_numpy()
-    values = column.values.cast(pa.int32()).to_numpy(zero_copy_only=False).astype("<i4", copy=False)
-    return (values[offsets[i] : offsets[i + 1]].tobytes() for i in range(len(column)))
+    """A list<int32> column as one packed array per row, packed for the whole column at once."""
+    return pack_int32_lists(column.offsets.to_numpy(), column.values.to_numpy(zero_copy_only=False))
 
 
 def _write_meta(session: Session, state: JosieState) -> None:

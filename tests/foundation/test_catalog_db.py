@@ -21,7 +21,7 @@ from catalog.db.engine import (
     session_scope,
 )
 from catalog.db.models import CatalogColumn, CatalogTable, ColumnProfile, PackedInt32Array, PackedInt64Array, TableKey
-from catalog.db.models.base import text_key
+from catalog.db.models.base import pack_int32_lists, text_key
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 
@@ -127,7 +127,11 @@ def test_packed_arrays_round_trip_on_both_databases(catalog_engine) -> None:  # 
                 {"id": 1, "a32": [3, 1, 2**31 - 1, -5], "a64": big},
                 {"id": 2, "a32": np.array([], dtype=np.int32), "a64": None},
                 # already packed (what the bulk publishers pass): stored as given
-                {"id": 4, "a32": np.array([7, -8], dtype="<i4").tobytes(), "a64": np.array([9], "<i8").tobytes()},
+                {
+                    "id": 4,
+                    "a32": next(pack_int32_lists(np.array([0, 2]), [7, -8])),
+                    "a64": np.array([9], "<i8").tobytes(),
+                },
             ],
         )
     with catalog_engine.connect() as conn:
@@ -138,6 +142,8 @@ def test_packed_arrays_round_trip_on_both_databases(catalog_engine) -> None:  # 
     assert rows[4].a32.tolist() == [7, -8] and rows[4].a64.tolist() == [9]
     with pytest.raises(Exception, match="out of range"), catalog_engine.begin() as conn:
         conn.execute(insert(arrays), [{"id": 3, "a32": [2**31]}])
+    with pytest.raises(ValueError, match="out of range"):
+        list(pack_int32_lists(np.array([0, 1, 1]), np.array([2**31])))
     with pytest.raises(Exception, match="whole number"), catalog_engine.begin() as conn:
         conn.execute(insert(arrays), [{"id": 5, "a64": b"\x00" * 12}])
 

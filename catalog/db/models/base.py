@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -69,6 +69,20 @@ class Base(DeclarativeBase):
     type_annotation_map: ClassVar[dict[Any, Any]] = {dt.datetime: DateTime(timezone=True)}
 
 
+def _checked(value: Any, dtype: str) -> np.ndarray:
+    """`value` as a one-dimensional array of `dtype`, or ValueError when it is not one (more
+    dimensions, not integers, a value out of the type's range)."""
+    arr = np.asarray(value)
+    if arr.ndim != 1:
+        raise ValueError(f"packed arrays are one-dimensional, got shape {arr.shape}")
+    if arr.size and arr.dtype.kind not in "iu":
+        raise ValueError(f"packed arrays hold integers, got dtype {arr.dtype}")
+    info = np.iinfo(np.dtype(dtype))
+    if arr.size and (arr.min() < info.min or arr.max() > info.max):
+        raise ValueError(f"value out of range for {dtype}")
+    return arr.astype(dtype, copy=False)
+
+
 class _PackedIntArray(TypeDecorator[np.ndarray]):
     impl = LargeBinary
     cache_ok = True
@@ -77,21 +91,11 @@ class _PackedIntArray(TypeDecorator[np.ndarray]):
     def process_bind_param(self, value: Any, dialect: Dialect) -> bytes | None:
         if value is None:
             return None
-        if isinstance(value, bytes):
-            # already packed in this layout: bulk publishers pack a whole Arrow column at once
-            #  instead of checking and converting millions of arrays here
+        if isinstance(value, bytes):  # already packed in this layout (`pack_int32_lists`)
             if len(value) % np.dtype(self.dtype).itemsize:
                 raise ValueError(f"{len(value)} bytes are not a whole number of {self.dtype} values")
             return value
-        arr = np.asarray(value)
-        if arr.ndim != 1:
-            raise ValueError(f"packed arrays are one-dimensional, got shape {arr.shape}")
-        if arr.size and arr.dtype.kind not in "iu":
-            raise ValueError(f"packed arrays hold integers, got dtype {arr.dtype}")
-        info = np.iinfo(np.dtype(self.dtype))
-        if arr.size and (arr.min() < info.min or arr.max() > info.max):
-            raise ValueError(f"value out of range for {self.dtype}")
-        return arr.astype(self.dtype, copy=False).tobytes()
+        return _checked(value, self.dtype).tobytes()
 
     def process_result_value(self, value: bytes | None, dialect: Dialect) -> np.ndarray | None:
         if value is None:
@@ -113,9 +117,13 @@ class PackedInt64Array(_PackedIntArray):
     cache_ok = True
 
 
-def pack_int32(values: Any) -> bytes:
-    """The stored form of an int32 array, for bulk inserts that bypass the ORM."""
-    return np.asarray(values, dtype="<i4").tobytes()
+def pack_int32_lists(offsets: np.ndarray, values: Any) -> Iterator[bytes]:
+    """The stored form (`PackedInt32Array`) of each list of a list column in Arrow's layout (list i
+    is `values[offsets[i]:offsets[i + 1]]`): the checks and the conversion run once over the flat
+    values, not once per list (a publish packs millions of lists; the column type stores the bytes
+    as given)."""
+    flat = _checked(values, "<i4")
+    return (flat[offsets[i] : offsets[i + 1]].tobytes() for i in range(len(offsets) - 1))
 
 
 def unpack_int32(blob: bytes) -> np.ndarray:

@@ -43,6 +43,21 @@ def spark():  # type: ignore[no-untyped-def]
     session.stop()
 
 
+@pytest.fixture(autouse=True)
+def _no_cached_data_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every Spark job frees what it caches: a frame left cached holds its data and the broadcasts of
+    its plan in the driver for the rest of the session (on one machine, executors share that heap),
+    and a scheduled service runs batch after batch in one session."""
+    yield
+    if "spark" not in request.fixturenames:
+        return
+    spark = request.getfixturevalue("spark")
+    left = spark.sparkContext._jsc.getPersistentRDDs().size()  # the JVM side: PySpark has no public accessor
+    cached = not spark._jsparkSession.sharedState().cacheManager().isEmpty()
+    spark.catalog.clearCache()
+    assert not cached and left == 0, f"{request.node.nodeid} left data cached ({left} persistent RDDs)"
+
+
 @pytest.fixture(scope="session")
 def pg_database() -> Iterator[str]:
     """A fresh PostgreSQL database for this test session, dropped at the end."""

@@ -76,6 +76,16 @@ def spark_conf(settings: Settings) -> dict[str, str]:
         # Delta stores microsecond timestamps; INT96 would not read back through delta-rs.
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         "spark.sql.adaptive.enabled": "true",
+        # A session runs many small jobs (a service runs batch after batch). Each broadcast join's hash
+        # table is built in the driver on a whole memory page (by default up to 64 MB, even for ten
+        # rows) and lives until a GC lets the cleaner drop it; the status store keeps every query's
+        # plan graph. Small pages, frequent collection and little history keep the driver's heap for
+        # the work (a test session at 2 GB ran out after ~400 jobs without them).
+        "spark.buffer.pageSize": "4m",
+        "spark.cleaner.periodicGC.interval": "1min",
+        "spark.sql.ui.retainedExecutions": "50",
+        "spark.ui.retainedJobs": "100",
+        "spark.ui.retainedStages": "100",
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         # The project root first: an editable install exposes our packages through an import hook that

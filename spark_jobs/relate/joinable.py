@@ -12,11 +12,13 @@ How the lists are counted (duplicate posting lists, as in JOSIE, SIGMOD 2019, §
    once. In open-data lakes most tokens occur in exactly one column; their lists make no group.
 2. **Frequent tokens.** A list of length f holds f·(f-1) ordered pairs, so a token such as "1" or
    "yes" shared by thousands of columns would dominate the work. Lists longer than
-   `settings.index.joinable_max_list` are skipped: never counted. A column holding at least one
-   skipped token may then be missing overlap on some candidates (and whole candidates), so every
-   answer of that column says `exact=false`; all other columns' answers are exact (a skipped token
-   is in neither side of their pairs). Sizes, containment denominators and Jaccard use the true set
-   sizes in all cases.
+   `settings.index.joinable_max_list` are skipped: never counted. A skipped token stays skipped
+   until its list is back to half the bound (`is_frequent`): a token hovering at the bound would
+   otherwise cross it in most batches, and every crossing recounts the ~max_list columns holding
+   it, the largest of the lake. A column holding at least one skipped token may then be missing
+   overlap on some candidates (and whole candidates), so every answer of that column says
+   `exact=false`; all other columns' answers are exact (a skipped token is in neither side of
+   their pairs). Sizes, containment denominators and Jaccard use the true set sizes in all cases.
 3. The groups are collected and broadcast; `overlap_count` counts each column's candidates in
    numpy over Arrow batches of column ids (one pass over the members of the column's groups) and
    keeps the top-k by overlap, ties broken by the candidate's column_id (so brute force agrees).
@@ -27,37 +29,45 @@ multiplicity `n`, which the JOSIE sets do not keep, and JOSIE's duplicate groups
 rebuilds (changed lists become singleton groups), whereas grouping the lists this job actually reads
 is exact every time. Both start from the same tokens, so the overlaps are the same.
 
-Incremental: a batch changes few lists completely and many only at their tail.
+Incremental: each column keeps more candidates than it publishes. `joinable_lists` holds every
+column's best `joinable_k + joinable_reserve` candidates (its *stored list*), `joinable_columns` each
+column's size, value count, skipped-token count and whether its stored list is *complete* (holds
+every candidate it has). Invariant: a stored list is the exact best prefix of the column's
+candidates, or all of them. A batch keeps it so:
 
-* **Recomputed** (complete new lists): the columns of added tables, every column whose current list
-  names a column of a touched table (a deleted or changed candidate must be replaced by the next
-  best one), and every column holding a token that crossed the list bound in this batch (its
-  overlaps gain or lose that token). Crossings are found against `joinable_frequent`, the tokens
-  over the bound after the last batch: a token can only cross upward by being added, and only
-  downward if it was frequent.
-* **Merged**: every other column sharing a counted token with an added column. Its overlaps with
-  every unchanged column are unchanged and none of its candidates is gone, so its new list is the
-  top-k of its old list and the added columns, whose overlaps come from the added columns' complete
-  candidate lists (counted once, read the other way round). On real lakes numbers such as `1` or
-  `2010` put most columns here; recomputing them cost more than a full run.
+* **Trimmed**: entries naming a deleted or changed table are dropped. What remains is still the best
+  prefix of what remains, so the next-best candidates move up without a recount.
+* **Merged**: every column an added column shares a counted token with gets the added column as a
+  candidate (overlaps from the added columns' complete candidate lists, read the other way round).
+  An incomplete list takes it only if it ranks above the list's last entry; anything below could be
+  beaten by a candidate the list never stored. On real lakes numbers such as `1` or `2010` put most
+  columns here; recounting them cost more than a full run.
+* **Recomputed** (counted again, to the full depth): the columns of added tables, every incomplete
+  column left with fewer than `joinable_k` entries, and every column holding a token that crossed
+  the list bound in this batch (its overlaps gain or lose that token). Crossings are found against
+  `joinable_frequent`, the tokens over the bound after the last batch: a token can only cross
+  upward by being added, and only downward if it was frequent.
 * Lists of deleted columns vanish; all others are kept as they are.
 
-The recomputed and vanished column ids of each batch, and the merged ones whose list changed (an
-added column entered it), are recorded in `joinable_changes`: the catalog publisher replaces
-exactly those lists, and the unionable stage re-scores the tables whose value evidence they hold.
-Changing `joinable_k` or `joinable_max_list` takes `juncture rebuild` (which recomputes every
-list), as the kept lists were cut with the old values.
+Gold `joinable` is the first `joinable_k` entries of each stored list with its statistics. The
+columns whose published list changed (recomputed, vanished, or with a different top-k or a touched
+candidate table) are recorded in `joinable_changes`: the catalog publisher replaces exactly those
+lists, and the unionable stage re-scores the tables whose value evidence they hold. Changing
+`joinable_k`, `joinable_reserve` or `joinable_max_list` takes `juncture rebuild` (which recomputes
+every list), as the stored lists were cut with the old values.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Window
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -70,13 +80,15 @@ from spark_jobs.relate.overlap_count import TOP_SCHEMA, Groups, top_k_batches
 
 if TYPE_CHECKING:
     from pyspark import Broadcast
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
 JOINABLE = "joinable"
 JOINABLE_CHANGES = "joinable_changes"
 JOINABLE_FREQUENT = "joinable_frequent"
+JOINABLE_LISTS = "joinable_lists"  # every column's stored list: its best joinable_k + joinable_reserve
+JOINABLE_COLUMNS = "joinable_columns"  # every indexed column's facts
 KEYS = "keys"  # silver keys (spark_jobs/profile/keys.py); optional
 METHOD = "overlap-groups"
 
@@ -103,6 +115,26 @@ JOINABLE_SCHEMA = pa.schema(
         ("index_version", pa.int64()),
     ]
 )
+LISTS_SCHEMA = pa.schema(
+    [
+        ("column_id", pa.string()),
+        ("table_id", pa.string()),
+        ("rank", pa.int32()),
+        ("candidate_column_id", pa.string()),
+        ("candidate_table_id", pa.string()),
+        ("overlap", pa.int64()),
+    ]
+)
+COLUMNS_SCHEMA = pa.schema(
+    [
+        ("column_id", pa.string()),
+        ("table_id", pa.string()),
+        ("size", pa.int64()),  # distinct tokens
+        ("n_values", pa.int64()),  # non-null values
+        ("n_skipped", pa.int64()),  # tokens in lists over the bound: the column's answers are inexact
+        ("complete", pa.bool_()),  # its stored list holds every candidate it has
+    ]
+)
 CHANGES_SCHEMA = pa.schema([("batch_id", pa.int64()), ("column_id", pa.string()), ("table_id", pa.string())])
 FREQUENT_SCHEMA = pa.schema([("token", pa.string()), ("f", pa.int64())])
 
@@ -115,40 +147,59 @@ def column_stats(tokens: DataFrame) -> DataFrame:
     )
 
 
-def column_ids(tokens: DataFrame) -> list[str]:
-    """Every column id of `tokens`, sorted: position i is the dense id the counting kernel uses (Python's
-    code-point order is UTF-8 byte order, Spark's string order, so ties break the same way)."""
-    return sorted(tokens.select("column_id").distinct().toArrow().column(0).to_pylist())
+def column_ids(tokens: DataFrame) -> pa.Table:
+    """(column_id, table_id, cid) of every column of `tokens` in column_id order: `cid` is the dense
+    id the counting kernel uses (Python's code-point order is UTF-8 byte order, Spark's string
+    order, so ties break the same way)."""
+    found = tokens.select("column_id", "table_id").distinct().toArrow()
+    found = found.take(pc.sort_indices(found, [("column_id", "ascending")]))
+    return found.append_column("cid", pa.array(range(found.num_rows), pa.int64()))
+
+
+def is_frequent(f: Column, was_frequent: Column, max_list: int) -> Column:
+    """Whether a token held by `f` columns is skipped: over the bound, or skipped after the last
+    batch (`was_frequent`) and still over half of it."""
+    return (f > max_list) | (was_frequent & (f > max_list // 2))
 
 
 def counted_groups(
-    ids: DataFrame, n_columns: int, tokens: DataFrame, left: DataFrame | None, max_list: int
+    ids: DataFrame,
+    n_columns: int,
+    tokens: DataFrame,
+    left: DataFrame | None,
+    max_list: int,
+    was_frequent: DataFrame | None,
 ) -> tuple[Groups, pa.Table]:
     """The posting-list groups of the tokens of the left columns (all when `left` is None), collected
     as `Groups`: lists of 2..`max_list` dense column ids with their token counts, and each column's
-    number of tokens whose list is longer than `max_list` (skipped, never expanded); and those
-    frequent tokens with their list lengths (FREQUENT_SCHEMA)."""
+    number of frequent tokens (`is_frequent` given the `was_frequent` tokens; skipped, never
+    expanded); and those frequent tokens with their list lengths (FREQUENT_SCHEMA)."""
     pairs_of = tokens.select("column_id", "token").join(F.broadcast(ids), "column_id").select("token", "cid")
     if left is not None:
         scope = pairs_of.join(F.broadcast(left), "cid").select("token").distinct()
         pairs_of = pairs_of.join(scope, "token")
-    postings = pairs_of.groupBy("token").agg(F.sort_array(F.collect_list("cid")).alias("columns")).cache()
+    postings = pairs_of.groupBy("token").agg(F.sort_array(F.collect_list("cid")).alias("columns"))
+    was = F.lit(False)
+    if was_frequent is not None:
+        postings = postings.join(F.broadcast(was_frequent.select("token", F.lit(True).alias("was"))), "token", "left")
+        was = F.coalesce(F.col("was"), F.lit(False))
     size = F.size("columns")
+    postings = postings.select("token", "columns", is_frequent(size, was, max_list).alias("skip")).cache()
     try:
         kept = (
-            postings.where((size > 1) & (size <= max_list))
+            postings.where((size > 1) & ~F.col("skip"))
             .groupBy("columns")
             .agg(F.count(F.lit(1)).cast("long").alias("weight"))
             .toArrow()
         )
         skipped = (
-            postings.where(size > max_list)
+            postings.where("skip")
             .select(F.explode("columns").alias("cid"))
             .groupBy("cid")
             .agg(F.count(F.lit(1)).cast("long").alias("n"))
             .toArrow()
         )
-        frequent = postings.where(size > max_list).select("token", size.cast("long").alias("f")).toArrow()
+        frequent = postings.where("skip").select("token", size.cast("long").alias("f")).toArrow()
     finally:
         postings.unpersist()
     groups = Groups.from_lists(
@@ -169,32 +220,50 @@ def _count_top_k(
 
 @dataclass(frozen=True)
 class Overlaps:
-    """What one counting pass gives: the top-k lists of the left columns, the complete candidate
-    lists of the `complete` columns (None when none were asked), and the frequent tokens seen."""
+    """What one counting pass gives, cached until `release`: the ranked lists of the left columns
+    (LISTS_SCHEMA), their facts (column_id, n_skipped, complete; columns without a candidate
+    included), every candidate of the `complete` columns (None when none were asked), and the
+    frequent tokens seen."""
 
     top: DataFrame
+    columns: DataFrame
     complete: DataFrame | None
     frequent: pa.Table
+    cached: tuple[DataFrame, ...]  # what `release` frees with the groups: the cached counts
+    groups: Broadcast[Groups]
+
+    def release(self) -> None:
+        for frame in self.cached:
+            frame.unpersist()
+        self.groups.destroy()  # never read again: its file and every copy go now, not at the next GC
 
 
 def top_k_overlaps(
-    tokens: DataFrame, left: DataFrame | None, *, k: int, max_list: int, complete: DataFrame | None = None
+    tokens: DataFrame,
+    left: DataFrame | None,
+    *,
+    k: int,
+    max_list: int,
+    was_frequent: DataFrame | None,
+    complete: DataFrame | None = None,
 ) -> Overlaps:
-    """Rows (column_id, candidate_column_id, overlap, rank, n_skipped): the top-k list of every left
-    column (all when `left` is None) by exact overlap over tokens in lists of at most `max_list`
-    columns; and every candidate of the `complete` columns (a subset of `left`).
+    """The top-k list of every left column (all when `left` is None) by exact overlap over the tokens
+    that are not frequent (`is_frequent`, given the tokens skipped after the last batch); and every
+    candidate of the `complete` columns (a subset of `left`).
 
     Spark builds the groups; the counting runs in `overlap_count` over Arrow batches of column ids,
     with the groups broadcast (a few bytes per token occurrence in a shared list)."""
     spark = tokens.sparkSession
     names = column_ids(tokens)
-    ids = spark.createDataFrame(
-        pa.table({"column_id": pa.array(names, pa.string()), "cid": pa.array(range(len(names)), pa.int64())})
-    )
+    ids = spark.createDataFrame(names)
     left_ids = None if left is None else left.select("column_id").join(F.broadcast(ids), "column_id").select("cid")
-    groups, frequent = counted_groups(ids, len(names), tokens, left_ids, max_list)
+    groups, frequent = counted_groups(ids, names.num_rows, tokens, left_ids, max_list, was_frequent)
     shared = spark.sparkContext.broadcast(groups)
-    candidate = ids.select(F.col("cid").alias("candidate_cid"), F.col("column_id").alias("candidate_column_id"))
+    candidate = ids.select(
+        F.col("cid").alias("candidate_cid"),
+        F.col("column_id").alias("candidate_column_id"),
+        F.col("table_id").alias("candidate_table_id"),
+    )
 
     def count(wanted: DataFrame, n: int, k: int | None) -> DataFrame:
         n_parts = max(1, min(4 * spark.sparkContext.defaultParallelism, n // 500))
@@ -204,19 +273,31 @@ def top_k_overlaps(
         return (
             counted.join(F.broadcast(ids), "cid")
             .join(F.broadcast(candidate), "candidate_cid")
-            .select("column_id", "candidate_column_id", "overlap", "rank", "n_skipped")
+            .select(*LISTS_SCHEMA.names, "cid", "complete")
+            .cache()
         )
 
-    def wanted_ids(columns: DataFrame) -> tuple[DataFrame, int]:
-        found = columns.select("column_id").join(F.broadcast(ids), "column_id").select("cid").toArrow()
-        return spark.createDataFrame(found), found.num_rows
+    def wanted_ids(columns: DataFrame | None) -> pa.Table:
+        if columns is None:
+            return names.select(["cid"])
+        return columns.select("column_id").join(F.broadcast(ids), "column_id").select("cid").toArrow()
 
-    if left is None:
-        top = count(spark.range(len(names)).select(F.col("id").alias("cid")), len(names), k)
-    else:
-        top = count(*wanted_ids(left), k)
-    every = None if complete is None else count(*wanted_ids(complete), None)
-    return Overlaps(top, every, frequent)
+    wanted = wanted_ids(left)
+    top = count(spark.createDataFrame(wanted), wanted.num_rows, k)
+    skipped = groups.n_skipped[wanted.column("cid").to_numpy()]
+    facts = spark.createDataFrame(wanted.append_column("n_skipped", pa.array(skipped, pa.int64())))
+    incomplete = top.where(~F.col("complete")).select("cid").distinct().withColumn("incomplete", F.lit(True))
+    columns = (
+        facts.join(F.broadcast(ids), "cid")
+        .join(incomplete, "cid", "left")
+        .select("column_id", "n_skipped", F.col("incomplete").isNull().alias("complete"))
+    )
+    every = None
+    if complete is not None:
+        asked = wanted_ids(complete)
+        every = count(spark.createDataFrame(asked), asked.num_rows, None)
+    cached = (top,) if every is None else (top, every)
+    return Overlaps(top.drop("cid", "complete"), columns, every, frequent, cached, shared)
 
 
 def key_columns(spark: SparkSession, store: LakeStore) -> DataFrame:
@@ -234,22 +315,20 @@ def key_columns(spark: SparkSession, store: LakeStore) -> DataFrame:
     return single.select(cid.alias("column_id")).distinct()
 
 
-def gold_rows(top: DataFrame, tokens: DataFrame, keys: DataFrame, index_version: int) -> DataFrame:
-    """The gold rows (JOINABLE_SCHEMA) of ranked lists (column_id, candidate_column_id, overlap,
-    rank, n_skipped): sizes, containments, Jaccard, key flags and the join estimate added."""
+def gold_rows(lists: DataFrame, columns: DataFrame, keys: DataFrame, index_version: int) -> DataFrame:
+    """The gold rows (JOINABLE_SCHEMA) of ranked lists (LISTS_SCHEMA rows): sizes, containments,
+    Jaccard, key flags and the join estimate added from the columns' facts (COLUMNS_SCHEMA)."""
 
-    stats = column_stats(tokens)
-    a = stats.select("column_id", "table_id", "size", F.col("n_values").alias("a_n"))
-    b = stats.select(
+    a = columns.select("column_id", "size", F.col("n_values").alias("a_n"), "n_skipped")
+    b = columns.select(
         F.col("column_id").alias("candidate_column_id"),
-        F.col("table_id").alias("candidate_table_id"),
         F.col("size").alias("candidate_size"),
         F.col("n_values").alias("b_n"),
     )
     ka = keys.select("column_id", F.lit(True).alias("is_key"))
     kb = keys.select(F.col("column_id").alias("candidate_column_id"), F.lit(True).alias("candidate_is_key"))
     rows = (
-        top.join(a, "column_id")
+        lists.join(a, "column_id")
         .join(b, "candidate_column_id")
         .join(ka, "column_id", "left")
         .join(kb, "candidate_column_id", "left")
@@ -288,111 +367,167 @@ def gold_rows(top: DataFrame, tokens: DataFrame, keys: DataFrame, index_version:
     )
 
 
+def _depth(settings: Settings) -> int:
+    """How many candidates a column's stored list keeps."""
+    return settings.index.joinable_k + settings.index.joinable_reserve
+
+
+def _write(store: LakeStore, lists: DataFrame, columns: DataFrame, gold: DataFrame) -> CommitResult:
+    """Overwrite the stored lists, the column facts and gold `joinable`; gold's result."""
+    store.overwrite(JOINABLE_LISTS, lists.select(*LISTS_SCHEMA.names))
+    store.overwrite(JOINABLE_COLUMNS, columns.select(*COLUMNS_SCHEMA.names))
+    return store.overwrite(JOINABLE, gold.select(*JOINABLE_SCHEMA.names))
+
+
 def write_all(
     store: LakeStore, tokens: DataFrame, keys: DataFrame, settings: Settings, index_version: int
 ) -> CommitResult:
-    """Every column's list computed from scratch into gold `joinable`, and the frequent tokens of
-    the lake into `joinable_frequent` (what the next batch compares against)."""
-    found = top_k_overlaps(tokens, None, k=settings.index.joinable_k, max_list=settings.index.joinable_max_list)
-    result = store.overwrite(JOINABLE, gold_rows(found.top, tokens, keys, index_version).select(*JOINABLE_SCHEMA.names))
-    store.overwrite(JOINABLE_FREQUENT, found.frequent)
+    """Every column's list computed from scratch: the stored lists and column facts, gold
+    `joinable`, and the frequent tokens of the lake in `joinable_frequent` (what the next batch
+    compares against)."""
+    was_frequent = store.read(JOINABLE_FREQUENT) if store.exists(JOINABLE_FREQUENT) else None
+    with ExitStack() as held:
+        found = top_k_overlaps(
+            tokens, None, k=_depth(settings), max_list=settings.index.joinable_max_list, was_frequent=was_frequent
+        )
+        held.callback(found.release)
+        columns = _cached(held, column_stats(tokens).join(found.columns, "column_id"))
+        gold = gold_rows(found.top.where(F.col("rank") <= settings.index.joinable_k), columns, keys, index_version)
+        result = _write(store, found.top, columns, gold)
+        store.overwrite(JOINABLE_FREQUENT, found.frequent)
     return result
+
+
+def _cached(held: ExitStack, frame: DataFrame) -> DataFrame:
+    """`frame` cached until `held` closes (on error too: a long-lived session would keep it)."""
+    frame = frame.cache()
+    held.callback(frame.unpersist)
+    return frame
 
 
 @dataclass(frozen=True)
 class Scope:
-    """Which lists a batch changes, and how (module docstring, "Incremental"): `recompute` columns
-    get complete new lists, `merge` columns keep their list plus the added columns as candidates;
-    `frequent` is the lake's new set of tokens over the list bound (token, f)."""
+    """Which lists a batch recounts (module docstring, "Incremental"): `recompute` (column_id,
+    table_id); `added`, the columns of added tables; `surviving`, the stored entries of the other
+    kept columns that name no touched table; `frequent`, the tokens skipped after this batch
+    (token, f; `is_frequent`)."""
 
     recompute: DataFrame
-    merge: DataFrame
     added: DataFrame
+    surviving: DataFrame
     frequent: DataFrame
-    counted: DataFrame  # (token, f) of the tokens that could cross, cached: `frequent` derives from it
-
-    def release(self) -> None:
-        """Drop the cached frames once the batch's lists are written."""
-        for frame in (self.recompute, self.merge, self.counted):
-            frame.unpersist()
 
 
-def batch_scope(tokens: DataFrame, old: DataFrame, frequent: DataFrame, batch: ChangeBatch, max_list: int) -> Scope:
-    """The batch's `Scope` from the current tokens, the current gold lists and frequent tokens."""
+def batch_scope(
+    held: ExitStack,
+    tokens: DataFrame,
+    lists: DataFrame,
+    columns: DataFrame,
+    frequent: DataFrame,
+    batch: ChangeBatch,
+    *,
+    k: int,
+    max_list: int,
+) -> Scope:
+    """The batch's `Scope` from the current tokens, the stored lists, column facts and frequent
+    tokens; what it caches stays cached until `held` closes."""
     touched = list(batch.touched)
     added = tokens.where(F.col("table_id").isin(list(batch.added))).select("column_id", "table_id", "token")
-    added_tokens = added.select("token").distinct()
     was_frequent = frequent.select("token")
-    counted = (
-        tokens.join(added_tokens.unionByName(was_frequent).distinct(), "token", "left_semi")
-        .groupBy("token")
-        .agg(F.count(F.lit(1)).cast("long").alias("f"))
-        .cache()
+    could_cross = added.select("token").distinct().unionByName(was_frequent).distinct()
+    counted = _cached(
+        held,
+        tokens.join(could_cross, "token", "left_semi").groupBy("token").agg(F.count(F.lit(1)).cast("long").alias("f")),
     )
-    now_frequent = counted.where(F.col("f") > max_list)
-    crossed = (
-        counted.where(F.col("f") <= max_list)
-        .join(was_frequent, "token", "left_semi")
-        .select("token")
-        .unionByName(now_frequent.join(was_frequent, "token", "left_anti").select("token"))
+    flagged = counted.join(F.broadcast(was_frequent.withColumn("was", F.lit(True))), "token", "left")
+    was = F.coalesce(F.col("was"), F.lit(False))
+    frequent_now = is_frequent(F.col("f"), was, max_list)
+    crossed = flagged.where(frequent_now != was).select("token")
+    kept = lists.where(~F.col("table_id").isin(touched))
+    left = kept.where(~F.col("candidate_table_id").isin(touched)).groupBy("column_id").agg(F.count(F.lit(1)).alias("n"))
+    depleted = (
+        columns.where(~F.col("table_id").isin(touched) & ~F.col("complete"))
+        .join(left, "column_id", "left")
+        .where(F.coalesce(F.col("n"), F.lit(0)) < k)
+        .select("column_id", "table_id")
     )
     added_columns = added.select("column_id", "table_id").distinct()
-    recompute = (
+    recompute = _cached(
+        held,
         added_columns.unionByName(tokens.join(crossed, "token", "left_semi").select("column_id", "table_id"))
-        .unionByName(old.where(F.col("candidate_table_id").isin(touched)).select("column_id", "table_id"))
-        .distinct()
-        .join(tokens.select("column_id").distinct(), "column_id", "left_semi")  # not deleted
-        .cache()
+        .unionByName(depleted)
+        .distinct(),
     )
-    shared = added_tokens.join(now_frequent, "token", "left_anti")
-    merge = (
-        tokens.join(shared, "token", "left_semi")
-        .select("column_id", "table_id")
-        .distinct()
-        .join(recompute, "column_id", "left_anti")
-        .cache()
+    surviving = _cached(
+        held, kept.where(~F.col("candidate_table_id").isin(touched)).join(recompute, "column_id", "left_anti")
     )
-    return Scope(recompute, merge, added_columns, now_frequent, counted)
+    return Scope(recompute, added_columns, surviving, flagged.where(frequent_now).select("token", "f"))
 
 
-def merged_lists(old: DataFrame, complete: DataFrame, scope: Scope, tokens: DataFrame, k: int) -> DataFrame:
-    """Top-k lists of the `merge` columns: their old list plus the added columns they share tokens
-    with (`complete`: every candidate of each added column, read the other way round)."""
+def _rank_order() -> tuple[Column, Column]:
+    """The order of a list: overlap descending, ties to the smaller candidate id (as the kernel)."""
+    return F.col("overlap").desc(), F.col("candidate_column_id").asc()
+
+
+def stored_lists(scope: Scope, complete: DataFrame, columns: DataFrame, depth: int) -> tuple[DataFrame, DataFrame]:
+    """The new stored lists of the columns the batch does not recount: the surviving entries plus,
+    for every column an added column shares a counted token with, that added column (`complete`:
+    every candidate of each added column, read the other way round) where it ranks above the list's
+    last entry or the list is complete. And (column_id, n) of the columns an added column entered,
+    with how many entries each had before the cut to `depth`."""
     reversed_pairs = complete.select(
-        F.col("candidate_column_id").alias("column_id"), F.col("column_id").alias("candidate_column_id"), "overlap"
+        F.col("candidate_column_id").alias("column_id"),
+        F.col("candidate_table_id").alias("table_id"),
+        F.col("column_id").alias("candidate_column_id"),
+        F.col("table_id").alias("candidate_table_id"),
+        "overlap",
+    ).join(scope.recompute, "column_id", "left_anti")
+    last = scope.surviving.groupBy("column_id").agg(
+        F.max_by(
+            F.struct(F.col("overlap").alias("last_overlap"), F.col("candidate_column_id").alias("last_id")), "rank"
+        ).alias("last")
     )
-    pairs = old.select("column_id", "candidate_column_id", "overlap").unionByName(reversed_pairs)
-    ranked = pairs.join(scope.merge, "column_id", "left_semi").withColumn(
+    above = (F.col("overlap") > F.col("last.last_overlap")) | (
+        (F.col("overlap") == F.col("last.last_overlap")) & (F.col("candidate_column_id") < F.col("last.last_id"))
+    )
+    entering = (
+        reversed_pairs.join(columns.select("column_id", "complete"), "column_id")
+        .join(last, "column_id", "left")
+        .where(F.col("complete") | F.coalesce(above, F.lit(False)))
+    )
+    entries = scope.surviving.drop("rank").columns
+    pool = scope.surviving.select(*entries).unionByName(entering.select(*entries))
+    per_column = Window.partitionBy("column_id")
+    ranked = pool.withColumn("rank", F.row_number().over(per_column.orderBy(*_rank_order()))).withColumn(
+        "n", F.count(F.lit(1)).over(per_column)
+    )
+    grown = ranked.where(F.col("rank") == 1).join(entering, "column_id", "left_semi").select("column_id", "n")
+    return ranked.where(F.col("rank") <= depth).drop("n"), grown
+
+
+def relisted_columns(new_top: DataFrame, old_top: DataFrame, suspects: DataFrame, touched: list[str]) -> DataFrame:
+    """(column_id) of the `suspects` whose published top-k changed: a different candidate or overlap
+    at some rank, or a candidate of a touched table before or after (its statistics may differ)."""
+    a = new_top.join(suspects, "column_id", "left_semi").select(
+        "column_id",
         "rank",
-        F.row_number().over(
-            Window.partitionBy("column_id").orderBy(F.col("overlap").desc(), F.col("candidate_column_id").asc())
-        ),
+        F.col("candidate_column_id").alias("c_new"),
+        F.col("overlap").alias("o_new"),
+        F.col("candidate_table_id").alias("t_new"),
     )
-    skipped = (
-        tokens.join(F.broadcast(scope.frequent.select("token")), "token", "left_semi")
-        .join(scope.merge, "column_id", "left_semi")
-        .groupBy("column_id")
-        .agg(F.count(F.lit(1)).cast("long").alias("n_skipped"))
+    b = old_top.join(suspects, "column_id", "left_semi").select(
+        "column_id",
+        "rank",
+        F.col("candidate_column_id").alias("c_old"),
+        F.col("overlap").alias("o_old"),
+        F.col("candidate_table_id").alias("t_old"),
     )
-    return (
-        ranked.where(F.col("rank") <= k)
-        .join(skipped, "column_id", "left")
-        .select(
-            "column_id",
-            "candidate_column_id",
-            "overlap",
-            "rank",
-            F.coalesce(F.col("n_skipped"), F.lit(0)).cast("long").alias("n_skipped"),
-        )
+    same = (
+        F.col("c_new").eqNullSafe(F.col("c_old"))
+        & F.col("o_new").eqNullSafe(F.col("o_old"))
+        & ~F.coalesce(F.col("t_new").isin(touched), F.lit(False))
+        & ~F.coalesce(F.col("t_old").isin(touched), F.lit(False))
     )
-
-
-def changed_columns(new: DataFrame, old: DataFrame) -> DataFrame:
-    """(column_id) of the lists in `new` or `old` (ranked rows of the same columns) that differ in
-    some rank's candidate or overlap."""
-    a = new.select("column_id", "rank", F.col("candidate_column_id").alias("c_new"), F.col("overlap").alias("o_new"))
-    b = old.select("column_id", "rank", F.col("candidate_column_id").alias("c_old"), F.col("overlap").alias("o_old"))
-    same = F.col("c_new").eqNullSafe(F.col("c_old")) & F.col("o_new").eqNullSafe(F.col("o_old"))
     return a.join(b, ["column_id", "rank"], "full_outer").where(~same).select("column_id").distinct()
 
 
@@ -406,6 +541,11 @@ def record_changes(store: LakeStore, batch: ChangeBatch, *frames: DataFrame) -> 
     return store.append(JOINABLE_CHANGES, rows).n_rows_written
 
 
+def _incremental(store: LakeStore) -> bool:
+    """Whether the state a batch continues from is all there (a lake of an older version lacks some)."""
+    return all(store.exists(n) for n in (JOINABLE, JOINABLE_LISTS, JOINABLE_COLUMNS, JOINABLE_FREQUENT))
+
+
 def update(
     spark: SparkSession, store: LakeStore, settings: Settings, batch: ChangeBatch, *, full: bool = False
 ) -> dict[str, Any]:
@@ -417,38 +557,84 @@ def update(
     else:
         tokens = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token", "n"])
     keys = key_columns(spark, store)
-    old = store.read(JOINABLE) if store.exists(JOINABLE) else None
-    if full or old is None or not store.exists(JOINABLE_FREQUENT):
+    if full or not _incremental(store):
         # every list replaced, including those of columns that have vanished since
-        previous = [old] if old is not None else []
+        previous = [store.read(JOINABLE)] if store.exists(JOINABLE) else []
         n_affected = record_changes(store, batch, tokens, *previous)
         result = write_all(store, tokens, keys, settings, batch.batch_id)
-        counts = {"n_joinable_affected": n_affected, "n_joinable_rows": result.n_rows_written}
-        log.info("joinable lists computed", extra=counts)
-        return counts
+        action = "computed"
+    else:
+        with ExitStack() as held:
+            n_affected, result = _apply_batch(held, store, tokens, keys, settings, batch)
+        action = "updated"
+    counts = {"n_joinable_affected": n_affected, "n_joinable_rows": result.n_rows_written}
+    log.info("joinable lists %s", action, extra=counts)
+    return counts
 
-    k, max_list = settings.index.joinable_k, settings.index.joinable_max_list
-    scope = batch_scope(tokens, old, store.read(JOINABLE_FREQUENT), batch, max_list)
-    gone = old.where(F.col("table_id").isin(list(batch.touched))).select("column_id", "table_id")
-    found = top_k_overlaps(tokens, scope.recompute, k=k, max_list=max_list, complete=scope.added)
+
+def _apply_batch(
+    held: ExitStack, store: LakeStore, tokens: DataFrame, keys: DataFrame, settings: Settings, batch: ChangeBatch
+) -> tuple[int, CommitResult]:
+    """One batch applied to the stored lists (module docstring, "Incremental"): the number of lists
+    re-published and gold's commit. What it caches stays cached until `held` closes."""
+    k, max_list, touched = settings.index.joinable_k, settings.index.joinable_max_list, list(batch.touched)
+    old, old_lists, old_columns = store.read(JOINABLE), store.read(JOINABLE_LISTS), store.read(JOINABLE_COLUMNS)
+    was_frequent = store.read(JOINABLE_FREQUENT)
+    scope = batch_scope(held, tokens, old_lists, old_columns, was_frequent, batch, k=k, max_list=max_list)
+    found = top_k_overlaps(
+        tokens, scope.recompute, k=_depth(settings), max_list=max_list, was_frequent=was_frequent, complete=scope.added
+    )
+    held.callback(found.release)
     if found.complete is None:  # pragma: no cover - asked for above
         raise AssertionError("the added columns' complete lists were not counted")
-    merged = merged_lists(old, found.complete, scope, tokens, k).cache()
-    # a merged list the added columns did not enter stays as it is, unpublished
-    changed = changed_columns(merged, old.join(scope.merge, "column_id", "left_semi"))
-    relisted = scope.merge.join(changed, "column_id", "left_semi").cache()
-    n_affected = record_changes(store, batch, scope.recompute, relisted, gone)
-    fresh = gold_rows(
-        found.top.unionByName(merged.join(relisted, "column_id", "left_semi")), tokens, keys, batch.batch_id
+    kept_columns = old_columns.where(~F.col("table_id").isin(touched)).join(scope.recompute, "column_id", "left_anti")
+    lists, grown = stored_lists(scope, found.complete, kept_columns, _depth(settings))
+    lists = _cached(held, lists.unionByName(found.top))
+    columns = _cached(held, _column_facts(old_columns, kept_columns, grown, found, scope, tokens, batch, settings))
+    lost = old_lists.where(F.col("candidate_table_id").isin(touched)).select("column_id")
+    suspects = lost.unionByName(grown.select("column_id")).join(kept_columns, "column_id", "left_semi").distinct()
+    new_top = lists.where(F.col("rank") <= k)
+    relisted = _cached(
+        held,
+        kept_columns.join(relisted_columns(new_top, old, suspects, touched), "column_id", "left_semi")
+        .select("column_id", "table_id")
+        .unionByName(scope.recompute),
     )
-    affected = scope.recompute.unionByName(relisted).unionByName(gone).select("column_id")
-    kept = old.join(affected, "column_id", "left_anti").where(~F.col("table_id").isin(list(batch.touched)))
-    lists = kept.select(*JOINABLE_SCHEMA.names).unionByName(fresh.select(*JOINABLE_SCHEMA.names))
-    result = store.overwrite(JOINABLE, lists)
-    store.overwrite(JOINABLE_FREQUENT, scope.frequent.select("token", "f"))
-    scope.release()
-    for frame in (merged, relisted):
-        frame.unpersist()
-    counts = {"n_joinable_affected": n_affected, "n_joinable_rows": result.n_rows_written}
-    log.info("joinable lists updated", extra=counts)
-    return counts
+    gone = old.where(F.col("table_id").isin(touched)).select("column_id", "table_id").distinct()
+    n_affected = record_changes(store, batch, relisted, gone)
+    fresh = gold_rows(new_top.join(relisted, "column_id", "left_semi"), columns, keys, batch.batch_id)
+    stale = relisted.select("column_id").unionByName(gone.select("column_id"))
+    gold = (
+        old.join(stale, "column_id", "left_anti")
+        .select(*JOINABLE_SCHEMA.names)
+        .unionByName(fresh.select(*JOINABLE_SCHEMA.names))
+    )
+    result = _write(store, lists, columns, gold)
+    store.overwrite(JOINABLE_FREQUENT, scope.frequent)
+    return n_affected, result
+
+
+def _column_facts(
+    old_columns: DataFrame,
+    kept_columns: DataFrame,
+    grown: DataFrame,
+    found: Overlaps,
+    scope: Scope,
+    tokens: DataFrame,
+    batch: ChangeBatch,
+    settings: Settings,
+) -> DataFrame:
+    """The new `joinable_columns` rows (COLUMNS_SCHEMA): kept columns keep their facts, except that a
+    complete list that grew past the depth was cut and is no longer complete; recounted columns take
+    the facts of their count, with sizes from the old facts or, for added tables, the tokens."""
+    stats = (
+        old_columns.where(~F.col("table_id").isin(list(batch.touched)))
+        .select("column_id", "size", "n_values")
+        .unionByName(column_stats(tokens.where(F.col("table_id").isin(list(batch.added)))).drop("table_id"))
+    )
+    still_complete = F.col("complete") & (F.coalesce(F.col("n"), F.lit(0)) <= _depth(settings))
+    kept = kept_columns.join(grown, "column_id", "left").select(
+        "column_id", "table_id", "size", "n_values", "n_skipped", still_complete.alias("complete")
+    )
+    recounted = found.columns.join(scope.recompute, "column_id").join(stats, "column_id")
+    return kept.unionByName(recounted.select(*COLUMNS_SCHEMA.names))

@@ -30,6 +30,7 @@ TOP_SCHEMA = pa.schema(
         ("overlap", pa.int64()),
         ("rank", pa.int32()),
         ("n_skipped", pa.int64()),
+        ("complete", pa.bool_()),  # the list holds every candidate of the column (k was not reached)
     ]
 )
 DENSE_FACTOR = 16  # a dense count pays off once the members number n / DENSE_FACTOR or more
@@ -115,13 +116,15 @@ def top_k_batches(groups: Groups, columns: Iterator[pa.RecordBatch], k: int | No
     for batch in columns:
         out: dict[str, list[np.ndarray]] = {name: [] for name in TOP_SCHEMA.names}
         for column in batch.column("cid").to_numpy():
-            ids, values = top_k(*groups.overlaps(int(column)), k)
+            candidates, overlaps = groups.overlaps(int(column))
+            ids, values = top_k(candidates, overlaps, k)
             n = len(ids)
             out["cid"].append(np.full(n, column, np.int64))
             out["candidate_cid"].append(ids)
             out["overlap"].append(values)
             out["rank"].append(np.arange(1, n + 1, dtype=np.int32))
             out["n_skipped"].append(np.full(n, groups.n_skipped[column], np.int64))
+            out["complete"].append(np.full(n, n == len(candidates), np.bool_))
         if out["cid"]:
             arrays = [pa.array(np.concatenate(out[f.name]), type=f.type) for f in TOP_SCHEMA]
             yield pa.RecordBatch.from_arrays(arrays, schema=TOP_SCHEMA)

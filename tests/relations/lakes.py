@@ -46,17 +46,24 @@ def brute_force_joinable(sets: Mapping[str, frozenset[str]], k: int) -> dict[str
     return out
 
 
-def bounded_brute_force(
-    sets: Mapping[str, frozenset[str]], k: int, max_list: int
-) -> dict[str, list[tuple[str, int, bool]]]:
-    """column_id -> [(candidate, overlap, exact)] as gold `joinable` defines them under a list bound:
-    tokens held by more than `max_list` columns are not counted, and a column holding one says
-    exact=False on all its answers."""
+def frequent_tokens(
+    sets: Mapping[str, frozenset[str]], max_list: int, before: frozenset[str] = frozenset()
+) -> frozenset[str]:
+    """The tokens gold `joinable` skips: held by more than `max_list` columns, or skipped `before`
+    (after the previous batch) and still held by more than half of `max_list`."""
     freq: dict[str, int] = {}
     for tokens in sets.values():
         for t in tokens:
             freq[t] = freq.get(t, 0) + 1
-    frequent = {t for t, f in freq.items() if f > max_list}
+    return frozenset(t for t, f in freq.items() if f > max_list or (t in before and f > max_list // 2))
+
+
+def bounded_brute_force(
+    sets: Mapping[str, frozenset[str]], k: int, frequent: frozenset[str]
+) -> dict[str, list[tuple[str, int, bool]]]:
+    """column_id -> [(candidate, overlap, exact)] as gold `joinable` defines them when the `frequent`
+    tokens are skipped: they are not counted, and a column holding one says exact=False on all its
+    answers."""
     bounded = {c: frozenset(s - frequent) for c, s in sets.items()}
     return {
         c: [(b, n, not sets[c] & frequent) for b, n in rows] for c, rows in brute_force_joinable(bounded, k).items()

@@ -8,12 +8,14 @@ import random
 import pytest
 
 from catalog.core.settings import IndexSettings
+from spark_jobs.lake.store import LakeStore
 from spark_jobs.relate import joinable as relate_joinable
 from spark_jobs.relate import stage as relate
 from tests.relations.lakes import (
     bounded_brute_force,
     brute_force_joinable,
     column_sets,
+    frequent_tokens,
     gold_joinable,
     index_batch,
     random_table,
@@ -81,28 +83,82 @@ def test_frequent_tokens_are_skipped_and_answers_say_inexact(spark, settings):
 
 
 def test_batches_that_move_tokens_across_the_list_bound_match_brute_force(spark, settings):
-    """Adds push tokens over `joinable_max_list` and deletes bring them back under it; after every
-    batch each list (overlap, candidate order, exact flag) equals the bounded brute force, although
-    only the affected lists were recomputed or merged."""
-    settings = dataclasses.replace(settings, index=IndexSettings(cells_buckets=4, joinable_k=3, joinable_max_list=3))
+    """Adds push tokens over `joinable_max_list` and deletes bring them back to half of it; after
+    every batch each list (overlap, candidate order, exact flag) equals the bounded brute force,
+    although only the affected lists were recomputed or merged."""
+    max_list = 4
+    index = IndexSettings(cells_buckets=4, joinable_k=3, joinable_max_list=max_list)
+    settings = dataclasses.replace(settings, index=index)
     rng = random.Random(23)
     tables = {f"b{i}": random_table(rng, f"b{i}", vocab=14) for i in range(7)}
     index_batch(spark, settings, list(tables.values()))
-    seen_frequent: set[int] = set()
-    for step in range(6):
+    frequent = frequent_tokens(column_sets(tables.values()), max_list)
+    entered, left = 0, 0
+    for step in range(8):
         added = {f"b{i}": random_table(rng, f"b{i}", vocab=14) for i in rng.sample(range(11), 2)}
-        victims = [name for name in rng.sample(sorted(tables), min(2, len(tables))) if name not in added]
-        deleted = [tables.pop(name).table_id for name in victims[: 1 + step % 2]]
+        victims = [name for name in rng.sample(sorted(tables), min(3, len(tables))) if name not in added]
+        deleted = [tables.pop(name).table_id for name in victims[: 1 + step % 3]]
         tables.update(added)
         index_batch(spark, settings, list(added.values()), deleted)
         sets = column_sets(tables.values())
-        expected = bounded_brute_force(sets, 3, 3)
+        before, frequent = frequent, frequent_tokens(sets, max_list, frequent)
+        entered, left = entered + len(frequent - before), left + len(before - frequent)
         got = gold_joinable(settings)
         assert {c: [(r["candidate_column_id"], r["overlap"], r["exact"]) for r in rows] for c, rows in got.items()} == (
-            expected
+            bounded_brute_force(sets, 3, frequent)
         )
-        seen_frequent.add(sum(not exact for rows in expected.values() for _, _, exact in rows))
-    assert len(seen_frequent) > 1, "the batches should change which columns hold frequent tokens"
+    assert entered and left, f"tokens should cross the bound both ways (up {entered}, down {left})"
+
+
+def _stored_lists(settings):  # type: ignore[no-untyped-def]
+    """(stored lists: column -> [(candidate, overlap)] in rank order, column facts by column)."""
+    store = LakeStore(settings.lake)
+    lists: dict[str, list[tuple[str, int]]] = {}
+    for r in sorted(
+        store.read_arrow(relate_joinable.JOINABLE_LISTS).to_pylist(), key=lambda r: (r["column_id"], r["rank"])
+    ):
+        lists.setdefault(r["column_id"], []).append((r["candidate_column_id"], r["overlap"]))
+    facts = {r["column_id"]: r for r in store.read_arrow(relate_joinable.JOINABLE_COLUMNS).to_pylist()}
+    return lists, facts
+
+
+@pytest.mark.parametrize("reserve", [0, 1])
+def test_shallow_stored_lists_stay_exact_prefixes_through_deletes_and_adds(spark, settings, reserve):
+    """With almost no reserve, batches drain lists below k (recounted), merge added columns into
+    incomplete lists only above their last entry, and trim deleted candidates; after every batch
+    each stored list is an exact prefix of the column's bounded candidates (all of them when marked
+    complete, at least k of them otherwise) and gold equals the bounded brute force."""
+    k, max_list = 2, 4
+    index = IndexSettings(cells_buckets=4, joinable_k=k, joinable_reserve=reserve, joinable_max_list=max_list)
+    settings = dataclasses.replace(settings, index=index)
+    rng = random.Random(31 + reserve)
+    tables = {f"s{i}": random_table(rng, f"s{i}", vocab=10) for i in range(9)}
+    index_batch(spark, settings, list(tables.values()))
+    frequent = frequent_tokens(column_sets(tables.values()), max_list)
+    n_incomplete = 0
+    for step in range(5):
+        added = {f"s{i}": random_table(rng, f"s{i}", vocab=10) for i in rng.sample(range(12), 2)}
+        victims = [name for name in rng.sample(sorted(tables), 3) if name not in added][: 1 + step % 2]
+        deleted = [tables.pop(name).table_id for name in victims]
+        tables.update(added)
+        index_batch(spark, settings, list(added.values()), deleted)
+        sets = column_sets(tables.values())
+        frequent = frequent_tokens(sets, max_list, frequent)
+        assert {
+            c: [(r["candidate_column_id"], r["overlap"], r["exact"]) for r in rows]
+            for c, rows in gold_joinable(settings).items()
+        } == bounded_brute_force(sets, k, frequent)
+        every = {c: [(b, n) for b, n, _ in rows] for c, rows in bounded_brute_force(sets, len(sets), frequent).items()}
+        lists, facts = _stored_lists(settings)
+        assert set(facts) == set(sets)
+        for column_id, fact in facts.items():
+            stored, full = lists.get(column_id, []), every.get(column_id, [])
+            assert stored == full[: len(stored)], column_id
+            assert len(stored) >= min(k, len(full)) and len(stored) <= k + reserve
+            assert (stored == full) if fact["complete"] else len(stored) >= k
+            assert fact["size"] == len(sets[column_id])
+            n_incomplete += not fact["complete"]
+    assert n_incomplete, "some lists should be cut short for this test to mean anything"
 
 
 def test_rerun_of_a_batch_is_a_no_op(spark, settings):
@@ -137,7 +193,6 @@ def test_key_flags_state_the_join_direction_and_join_size(spark, settings):
     import pyarrow as pa
 
     from spark_jobs.crawl.land import ParsedTable
-    from spark_jobs.lake.store import LakeStore
 
     ids = [str(i) for i in range(10)]
     parent = ParsedTable("file:k/parent.csv", ["id", "name"], [ids, [f"n{i}" for i in range(10)]])

@@ -91,3 +91,19 @@ def test_kernel_equals_brute_force(monkeypatch: pytest.MonkeyPatch, dense_factor
 def test_a_lake_without_shared_tokens_has_no_lists() -> None:
     sets = {0: {1, 2}, 1: {3}, 2: set()}
     assert kernel(groups_of(sets, 10), 3, 5, batch=2) == {}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_lists_say_complete_exactly_when_they_hold_every_candidate(seed: int) -> None:
+    rng = random.Random(100 + seed)
+    n = rng.randint(30, 80)
+    sets = random_sets(rng, n)
+    max_list, k = rng.choice([10, n]), rng.choice([1, 3])
+    every = brute_force(sets, max_list, n)
+    batches = iter([pa.record_batch({"cid": pa.array(range(n), pa.int64())})])
+    flags: dict[int, set[bool]] = {}
+    for b in top_k_batches(groups_of(sets, max_list), batches, k):
+        for r in b.to_pylist():
+            flags.setdefault(r["cid"], set()).add(r["complete"])
+    assert flags == {c: {len(rows) <= k} for c, rows in every.items()}
+    assert {False, True} <= {f for fs in flags.values() for f in fs}, "both kinds of list should occur"

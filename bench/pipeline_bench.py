@@ -275,6 +275,7 @@ class Run:
     crawl: float
     stages: dict[str, float]
     failed: tuple[str, ...] = ()  # table ids the crawl could not read
+    relate_parts: dict[str, float] = dataclasses.field(default_factory=dict)  # joinable, unionable seconds
 
     @property
     def total(self) -> float:
@@ -299,11 +300,15 @@ def crawl_and_index(spark: SparkSession, settings: Settings, folder: Path, label
     report = run_crawl(settings, folder=str(folder))
     crawl_s = time.perf_counter() - t0
     stages: dict[str, float] = {}
+    parts: dict[str, float] = {}
     for batch in index_pending(spark, settings):
         for name, seconds in batch.seconds.items():
             stages[name] = stages.get(name, 0.0) + seconds
+        for part, counts in (batch.results.get("relate") or {}).items():
+            if isinstance(counts, dict) and "seconds" in counts:
+                parts[part] = parts.get(part, 0.0) + counts["seconds"]
     failed = tuple(table_id for table_id, _ in report.failures)
-    return Run(label, report.new + report.changed, report.deleted, crawl_s, stages, failed)
+    return Run(label, report.new + report.changed, report.deleted, crawl_s, stages, failed, parts)
 
 
 def drop_failed(folder: Path, base: Baseline, failed: Sequence[str]) -> None:
@@ -428,6 +433,8 @@ def bench_scale(
         run = crawl_and_index(spark, settings, folder, label)
         runs.append(run)
         out.write(f"{label}: +{run.n_added} -{run.n_deleted} tables, crawl {run.crawl:.1f}s, stages {run.stages}\n")
+        if run.relate_parts:
+            out.write(f"  relate: {', '.join(f'{p} {s:.1f}s' for p, s in run.relate_parts.items())}\n")
         if run.failed:
             out.write(f"  crawl could not read {len(run.failed)} tables (left out of the lake): {run.failed[:5]}\n")
             drop_failed(folder, base, run.failed)

@@ -1,11 +1,11 @@
 """`create_app(settings)`: the HTTP lookup API over `catalog.lookup`, one router per resource.
 
 Routes mirror `juncture lookup KIND ID`: `/v1/{table,columns,profile,keys,joinable,unionable}/ID`
-plus `/v1/tables` (paged). Ids hold `/`, `:` and `#` and travel in the path (`{id:path}`); `#` must be
-sent as `%23`. Errors: malformed ids and parameters 422, unknown ids 404, other user errors and
-values the database refuses (`DataError`) 400,
-requests over `MAX_REQUEST_BYTES` (body) or `MAX_URL_BYTES` (path + query) 413/414, an unreachable
-catalog 503. The Airflow plugin mounts the same app.
+plus `/v1/tables` (paged), and `juncture search join`: `POST /v1/search/join`. Ids hold `/`, `:`
+and `#` and travel in the path (`{id:path}`); `#` must be sent as `%23`. Errors: malformed ids and
+parameters 422, unknown ids 404, other user errors and values the database refuses (`DataError`)
+400, requests over `MAX_REQUEST_BYTES` (body) or `MAX_URL_BYTES` (path + query) 413/414, an
+unreachable catalog 503. The Airflow plugin mounts the same app.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, OperationalError
 
-from catalog.api import columns, joinable, keys, tables, unionable
+from catalog.api import columns, joinable, keys, search, tables, unionable
 from catalog.core.errors import UnknownIdError, UserError
 from catalog.core.settings import Settings
 from catalog.db.engine import open_reader
@@ -29,8 +29,9 @@ MAX_URL_BYTES = 8 * 1024
 
 
 class RequestSizeLimit:
-    """Pure ASGI middleware: oversized URLs get 414 and bodies over the limit (or of unknown length)
-    413, before routing (a pure ASGI class adds far less per request than `@app.middleware`)."""
+    """Pure ASGI middleware: oversized URLs get 414 and bodies over the limit (`MAX_REQUEST_BYTES`;
+    the search routes, whose bodies carry a column's values, `search.MAX_SEARCH_BODY_BYTES`) or of
+    unknown length 413, before routing (a pure ASGI class adds far less per request than `@app.middleware`)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -44,10 +45,10 @@ class RequestSizeLimit:
             headers = dict(scope.get("headers") or [])
             length = headers.get(b"content-length")
             chunked = headers.get(b"transfer-encoding", b"").lower() == b"chunked"
-            if chunked or (length is not None and (not length.isdigit() or int(length) > MAX_REQUEST_BYTES)):
-                await JSONResponse({"detail": f"request body over {MAX_REQUEST_BYTES} bytes"}, 413)(
-                    scope, receive, send
-                )
+            searching = scope["path"].startswith(search.router.prefix)
+            limit = search.MAX_SEARCH_BODY_BYTES if searching else MAX_REQUEST_BYTES
+            if chunked or (length is not None and (not length.isdigit() or int(length) > limit)):
+                await JSONResponse({"detail": f"request body over {limit} bytes"}, 413)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -62,7 +63,7 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.state.engine = open_reader(settings.catalog_url)
     app.state.connections = threading.local()  # one held connection per serving thread (deps.catalog_of)
-    for module in (tables, columns, keys, joinable, unionable):
+    for module in (tables, columns, keys, joinable, unionable, search):
         app.include_router(module.router)
 
     app.add_middleware(RequestSizeLimit)

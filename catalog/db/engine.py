@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, create_engine, event, inspect, text
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -134,6 +134,20 @@ def open_reader(url: str) -> Engine:
     engine, in a transaction.)"""
     open_catalog(url).dispose()
     return make_engine(url, pool_pre_ping=False, isolation_level="AUTOCOMMIT")
+
+
+@contextmanager
+def one_snapshot(conn: Connection) -> Iterator[Connection]:
+    """Several reads on an `open_reader` connection (autocommit) from one snapshot of the database,
+    as an online search needs: its dictionary, posting lists and sets must all be of the index
+    version it started on, even while a publish commits. A read-only transaction, rolled back."""
+    begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" if conn.dialect.name == "postgresql" else "BEGIN"
+    conn.exec_driver_sql(begin)
+    try:
+        yield conn
+    finally:
+        if not conn.invalidated:
+            conn.exec_driver_sql("ROLLBACK")
 
 
 @contextmanager

@@ -27,6 +27,9 @@ class JoinRequest:
     values: Sequence[str | None]  # the query column's raw cell values
     k: int = 10
     exclude_column_id: str | None = None  # the query column itself, when it is in the lake
+    # a long-running process (the API) asks: keep the index's in-memory parts between requests,
+    # reloaded when a new index version is published (a CLI process answers once and exits)
+    hold_index: bool = False
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,14 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import sessionmaker
 
+from bench.josie_lake import store_index
 from catalog import lookup
 from catalog.api.app import create_app
 from catalog.cli.main import main
 from catalog.core.errors import UnknownIdError
 from catalog.db.engine import make_engine, open_reader
+from catalog.search.family import JoinRequest, join_methods
+from catalog.search.josie import build_memory_index
 from spark_jobs.publish import catalog as publish_catalog
 
 
@@ -213,7 +216,7 @@ def _wait_for(url: str, server: subprocess.Popen[bytes]) -> None:
 
 def test_serve_with_workers_over_real_http(two_states, published):
     """`juncture serve --workers 2`: two processes behind one port answer over real HTTP exactly
-    what the lookup API answers, and SIGTERM stops them all."""
+    what the lookup API and `search join` answer, and SIGTERM stops them all."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -233,6 +236,20 @@ def test_serve_with_workers_over_real_http(two_states, published):
                     continue
                 got = client.get(f"/v1/joinable/{quote(column_id, safe='')}", params={"k": 5})
                 assert got.status_code == 200 and got.json()["items"] == expected
+            # online search: what `search join` answers in process, from a JOSIE index published now
+            lake = {"file:s.csv#a": {"1", "2", "3"}, "file:s.csv#b": {"2", "3", "texas"}, "file:t.csv#c": {"alabama"}}
+            with engine.begin() as conn:
+                store_index(conn, build_memory_index(lake))
+            values = [str(v) for v in range(40)] + ["Alabama", "Texas", None]
+            with engine.connect() as conn:
+                expected_search = join_methods()["josie"].run(conn, JoinRequest(values, k=7))
+            got = client.post("/v1/search/join", json={"values": values, "k": 7})
+            assert got.status_code == 200 and got.json()["results"] == expected_search
+            assert [(r["column_id"], r["overlap"]) for r in expected_search] == [
+                ("file:s.csv#a", 3),
+                ("file:s.csv#b", 3),
+                ("file:t.csv#c", 1),
+            ]
         # the server gathers a response's writes into one send: a response it closes the
         # connection after must still arrive whole
         closing = httpx.get(base + "/v1/tables", headers={"Connection": "close"})

@@ -8,6 +8,7 @@ import sys
 from catalog.cli.context import CliContext
 from catalog.cli.output import emit
 from catalog.core.errors import NotAvailableError, UserError
+from catalog.db.engine import one_snapshot, open_reader
 from catalog.search.family import JoinRequest, SearchKind, join_methods, search_kinds
 
 # The search kinds of the command-line contract; a kind no registered family provides yet answers
@@ -99,13 +100,20 @@ def run_join(args: argparse.Namespace, ctx: CliContext) -> int:
         raise UserError("--k must be at least 1")
     if not args.refit_costs and args.values is None:
         raise UserError("search join: --values FILE is required")
-    with ctx.engine.connect() as conn:
-        if args.refit_costs:
-            if method.refit is None:
-                raise UserError(f"search join --method {method.name} has no cost constants to fit")
+    if args.refit_costs:
+        if method.refit is None:
+            raise UserError(f"search join --method {method.name} has no cost constants to fit")
+        with ctx.engine.connect() as conn:
             emit(method.refit(conn), as_json=args.json)
-            return 0
-        rows = method.run(conn, JoinRequest(_read_values(args.values), k=args.k, exclude_column_id=args.exclude))
+        return 0
+    request = JoinRequest(_read_values(args.values), k=args.k, exclude_column_id=args.exclude)
+    engine = open_reader(ctx.settings.catalog_url)
+    try:
+        # every read of the search from one snapshot: a publish committing meanwhile cannot mix versions
+        with engine.connect() as conn, one_snapshot(conn):
+            rows = method.run(conn, request)
+    finally:
+        engine.dispose()
     emit(rows, as_json=args.json, columns=["overlap", "column_id", "table_id", "column"])
     return 0
 

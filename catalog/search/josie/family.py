@@ -22,15 +22,15 @@ _HELP = {
 }
 
 
-def _reader(conn: Connection) -> DbIndexReader:
+def _reader(conn: Connection, *, hold_index: bool = False) -> DbIndexReader:
     if not inspect(conn).has_table("josie_tokens"):
         raise UserError("the catalog holds no JOSIE index yet (run `juncture index`)")
-    return DbIndexReader(conn)
+    return DbIndexReader(conn, cache_dictionary=hold_index)
 
 
 def _run(method: str) -> Any:
     def run(conn: Connection, request: JoinRequest) -> list[dict[str, Any]]:
-        reader = _reader(conn)
+        reader = _reader(conn, hold_index=request.hold_index)
         outcome = search_join(
             reader,
             request.values,

@@ -220,25 +220,18 @@ def _count_top_k(
 
 @dataclass(frozen=True)
 class Overlaps:
-    """What one counting pass gives, cached until `release`: the ranked lists of the left columns
-    (LISTS_SCHEMA), their facts (column_id, n_skipped, complete; columns without a candidate
-    included), every candidate of the `complete` columns (None when none were asked), and the
-    frequent tokens seen."""
+    """What one counting pass gives: the ranked lists of the left columns (LISTS_SCHEMA), their
+    facts (column_id, n_skipped, complete; columns without a candidate included), every candidate
+    of the `complete` columns (None when none were asked), and the frequent tokens seen."""
 
     top: DataFrame
     columns: DataFrame
     complete: DataFrame | None
     frequent: pa.Table
-    cached: tuple[DataFrame, ...]  # what `release` frees with the groups: the cached counts
-    groups: Broadcast[Groups]
-
-    def release(self) -> None:
-        for frame in self.cached:
-            frame.unpersist()
-        self.groups.destroy()  # never read again: its file and every copy go now, not at the next GC
 
 
 def top_k_overlaps(
+    held: ExitStack,
     tokens: DataFrame,
     left: DataFrame | None,
     *,
@@ -252,13 +245,15 @@ def top_k_overlaps(
     candidate of the `complete` columns (a subset of `left`).
 
     Spark builds the groups; the counting runs in `overlap_count` over Arrow batches of column ids,
-    with the groups broadcast (a few bytes per token occurrence in a shared list)."""
+    with the groups broadcast (a few bytes per token occurrence in a shared list). The counts stay
+    cached and the broadcast alive until `held` closes."""
     spark = tokens.sparkSession
     names = column_ids(tokens)
     ids = spark.createDataFrame(names)
     left_ids = None if left is None else left.select("column_id").join(F.broadcast(ids), "column_id").select("cid")
     groups, frequent = counted_groups(ids, names.num_rows, tokens, left_ids, max_list, was_frequent)
     shared = spark.sparkContext.broadcast(groups)
+    held.callback(shared.destroy)  # never read again: its file and every copy go then, not at the next GC
     candidate = ids.select(
         F.col("cid").alias("candidate_cid"),
         F.col("column_id").alias("candidate_column_id"),
@@ -270,11 +265,11 @@ def top_k_overlaps(
         counted = wanted.repartition(n_parts).mapInArrow(
             partial(_count_top_k, groups=shared, k=k), from_arrow_schema(TOP_SCHEMA)
         )
-        return (
+        return _cached(
+            held,
             counted.join(F.broadcast(ids), "cid")
             .join(F.broadcast(candidate), "candidate_cid")
-            .select(*LISTS_SCHEMA.names, "cid", "complete")
-            .cache()
+            .select(*LISTS_SCHEMA.names, "cid", "complete"),
         )
 
     def wanted_ids(columns: DataFrame | None) -> pa.Table:
@@ -296,8 +291,7 @@ def top_k_overlaps(
     if complete is not None:
         asked = wanted_ids(complete)
         every = count(spark.createDataFrame(asked), asked.num_rows, None)
-    cached = (top,) if every is None else (top, every)
-    return Overlaps(top.drop("cid", "complete"), columns, every, frequent, cached, shared)
+    return Overlaps(top.drop("cid", "complete"), columns, every, frequent)
 
 
 def key_columns(spark: SparkSession, store: LakeStore) -> DataFrame:
@@ -388,9 +382,8 @@ def write_all(
     was_frequent = store.read(JOINABLE_FREQUENT) if store.exists(JOINABLE_FREQUENT) else None
     with ExitStack() as held:
         found = top_k_overlaps(
-            tokens, None, k=_depth(settings), max_list=settings.index.joinable_max_list, was_frequent=was_frequent
+            held, tokens, None, k=_depth(settings), max_list=settings.index.joinable_max_list, was_frequent=was_frequent
         )
-        held.callback(found.release)
         columns = _cached(held, column_stats(tokens).join(found.columns, "column_id"))
         gold = gold_rows(found.top.where(F.col("rank") <= settings.index.joinable_k), columns, keys, index_version)
         result = _write(store, found.top, columns, gold)
@@ -582,9 +575,14 @@ def _apply_batch(
     was_frequent = store.read(JOINABLE_FREQUENT)
     scope = batch_scope(held, tokens, old_lists, old_columns, was_frequent, batch, k=k, max_list=max_list)
     found = top_k_overlaps(
-        tokens, scope.recompute, k=_depth(settings), max_list=max_list, was_frequent=was_frequent, complete=scope.added
+        held,
+        tokens,
+        scope.recompute,
+        k=_depth(settings),
+        max_list=max_list,
+        was_frequent=was_frequent,
+        complete=scope.added,
     )
-    held.callback(found.release)
     if found.complete is None:  # pragma: no cover - asked for above
         raise AssertionError("the added columns' complete lists were not counted")
     kept_columns = old_columns.where(~F.col("table_id").isin(touched)).join(scope.recompute, "column_id", "left_anti")

@@ -46,10 +46,8 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import csv
 import dataclasses
 import heapq
-import io
 import random
 import shutil
 import sys
@@ -62,14 +60,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.seed_lake import Files, csv_bytes, file_sets, lake_tables, read_csv, seed_files, write_lake
 from catalog import lookup
 from catalog.core.errors import UnknownIdError
-from catalog.core.identity import column_headers, column_id, file_table_id, token_set
-from catalog.core.settings import CrawlSettings, Settings, load_settings
+from catalog.core.identity import file_table_id
+from catalog.core.settings import Settings, load_settings
 from catalog.db.engine import open_catalog
 from catalog.search.family import JoinRequest, join_methods
-from plugins.local_portal.store import PortalStore
-from plugins.sources.parsing import ParseLimits, parse_file
 from spark_jobs.crawl.crawl import run_crawl
 from spark_jobs.orchestration.pipeline import index_pending
 
@@ -79,49 +76,9 @@ if TYPE_CHECKING:
 
 K = 10
 SEEDS = {"seed": "all", "small": "small"}
-Files = dict[str, bytes]  # path relative to the lake folder -> CSV bytes
 
 
 # ---------------------------------------------------------------------------------------- the lake
-def seed_files(subset: str, scratch: Path) -> Files:
-    """The portal seed's tables as CSV files: `<api>/<dataset>/<resource>.csv`. CSV resources keep
-    their bytes; others go through Juncture's parser (what a crawl of the portal would read)."""
-    from plugins.local_portal.seed import seed_real_tables  # deferred: seed data packages load only to seed
-
-    store = PortalStore(scratch / "portal")
-    seed_real_tables(store, subset)
-    limits = ParseLimits.from_settings(CrawlSettings())
-    files: Files = {}
-    for key, dataset in sorted(store.datasets.items()):
-        for res in dataset["resources"]:
-            path = store.file_path(res["file"])
-            fmt = res["format"].lower()
-            data = path.read_bytes() if fmt == "csv" else parsed_as_csv(str(path), fmt, limits)
-            files[f"{key}/{res['id']}.csv"] = data
-    shutil.rmtree(scratch / "portal", ignore_errors=True)
-    return files
-
-
-def parsed_as_csv(path: str, fmt: str, limits: ParseLimits) -> bytes:
-    content = parse_file(path, fmt, limits)
-    columns = [c.to_pylist() if hasattr(c, "to_pylist") else list(c) for c in content.columns]
-    rows = zip(*columns, strict=True) if columns else iter(())
-    return csv_bytes([h or "" for h in content.headers], rows)
-
-
-def csv_bytes(headers: Sequence[str], rows: Iterable[Sequence[str | None]]) -> bytes:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(headers)
-    writer.writerows([("" if v is None else v) for v in row] for row in rows)
-    return buf.getvalue().encode("utf-8")
-
-
-def read_csv(data: bytes) -> tuple[list[str], list[list[str]]]:
-    """(header, rows) of a CSV file as text, the way a plain Python script reads one."""
-    reader = csv.reader(io.StringIO(data.decode("utf-8-sig", errors="replace"), newline=""))
-    header = next(reader, [])
-    return header, list(reader)
 
 
 def perturbed(data: bytes, tag: str, share: float) -> bytes:
@@ -147,20 +104,6 @@ def scaled_files(files: Files, scale: int, share: float) -> Iterator[tuple[str, 
     for c in range(1, scale):
         for rel, data in files.items():
             yield f"copy-{c}/{rel}", perturbed(data, str(c), share)
-
-
-def write_lake(folder: Path, files: Iterable[tuple[str, bytes]]) -> int:
-    n = 0
-    for rel, data in files:
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        n += 1
-    return n
-
-
-def lake_tables(folder: Path) -> list[str]:
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.csv"))
 
 
 def changed_cells(data: bytes, tag: str, every: int = 50) -> bytes:
@@ -199,17 +142,6 @@ def make_change(folder: Path, label: str, share: float, rng: random.Random, pert
 
 
 # ------------------------------------------------------------------------------------ the baseline
-def file_sets(folder: Path, rel: str) -> dict[str, frozenset[str]]:
-    """column_id -> distinct tokens of one lake file, for its columns with any token (the indexed
-    ones); ids as a folder crawl names them."""
-    header, rows = read_csv((folder / rel).read_bytes())
-    table_id = file_table_id(rel)
-    out = {}
-    for i, name in enumerate(column_headers(header)):
-        tokens = token_set(row[i] if i < len(row) else None for row in rows)
-        if tokens:
-            out[column_id(table_id, name)] = tokens
-    return out
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -191,3 +192,51 @@ def test_josie_settles_the_last_candidates_by_reading_their_sets(monkeypatch: py
     reading_on = lists_read()
     assert all(a <= b for a, b in zip(settling, reading_on, strict=True))
     assert sum(settling) < sum(reading_on), (settling, reading_on)
+
+
+@pytest.mark.parametrize(
+    ("costs", "shortcut"),
+    [
+        (CostModel(1e-7, 0.0, 1e-3, 0.0), "merge"),  # lists all but free: merged at once, no set read
+        (CostModel(1e-5, 0.0, 1e-6, 1e-5), "lists"),  # big sets dear: the rest of the lists beat filling the heap
+        (CostModel(1e-3, 1e-6, 1e-7, 1e-9), ""),  # sets cheap: Algorithm 1 throughout
+    ],
+)
+def test_josie_reads_every_list_when_that_costs_less_than_filling_its_heap(costs: CostModel, shortcut: str) -> None:
+    """Before the heap is full Algorithm 1 reads a candidate set after every list. When the cost model
+    prices all the lists left below the set reads that would fill the heap, JOSIE reads the lists
+    instead (before the first list: "merge", with no per-step machinery; later: "lists"); the answer
+    stays exact, and nothing is read that the cost model priced higher."""
+    rng = random.Random(21)
+    lake = random_lake(rng, n_sets=400, vocab=600)
+    index = build_memory_index(lake)
+    seen = []
+    for cid in sorted(lake, key=lambda c: (-len(lake[c]), c))[:40]:
+        stats = SearchStats()
+        plan = plan_query(index.lookup_tokens(lake[cid]))
+        own = index.set_id_of(cid)
+        assert own is not None
+        ignore = frozenset({own})
+        top = josie_top_k(index, plan, 10, costs=costs, ignore=ignore, stats=stats)
+        assert top.results(index) == brute_force_top_k(lake, lake[cid], 10, exclude_column_id=cid)
+        if stats.shortcut == "merge":
+            assert stats.n_sets_read == 0 and stats.n_lists_read == len(plan.run_ends)
+        if stats.shortcut == "lists":
+            assert stats.n_lists_read == len(plan.run_ends) and stats.n_sets_read < 10
+        seen.append(stats.shortcut)
+    assert seen.count(shortcut) >= 10, seen
+
+
+def test_cost_lines_price_small_reads_by_their_fixed_cost() -> None:
+    """Timings shaped like a real lake's set reads: a hundred small sets at ~11 µs and a few sets of up
+    to a million tokens. Plain least squares lets the big ones set the line and gives a negative
+    intercept (every small read priced at the floor, so JOSIE over-reads sets); the fit keeps the
+    intercept near the small reads' cost and the slope near the big ones'."""
+    from catalog.search.josie.cost_model import _line
+
+    rng = random.Random(4)
+    sizes = [rng.randrange(1, 500) for _ in range(100)] + [30_000, 100_000, 400_000, 1_000_000]
+    seconds = [11e-6 + 4e-9 * m * (1 + m / 250_000) for m in sizes]  # big sets: cache misses per token
+    assert np.polyfit(sizes, seconds, 1)[1] < 0  # what plain least squares makes of it
+    intercept, slope = _line(sizes, seconds)
+    assert 9e-6 < intercept < 13e-6 and slope > 4e-9, (intercept, slope)

@@ -30,7 +30,7 @@ from catalog.search.josie.reader import (
     QueryToken,
     build_memory_index,
 )
-from catalog.search.josie.results import JoinResult, SearchOutcome, SearchStats, rank
+from catalog.search.josie.results import JoinResult, SearchOutcome, SearchStats, TopK, rank
 
 METHODS = ("josie", "mergelist", "probeset", "brute")
 
@@ -117,7 +117,7 @@ def run_plan(
     and the plan, as the JOSIE reference implementation's experiments do."""
     # deferred: the method modules import this package (a cycle at module level)
     from catalog.search.josie.brute_force import scan_overlaps
-    from catalog.search.josie.mergelist import mergelist_overlaps  # deferred: as above
+    from catalog.search.josie.mergelist import mergelist_counts  # deferred: as above
     from catalog.search.josie.probeset import probeset_top_k  # deferred: as above
     from catalog.search.josie.search import josie_top_k  # deferred: as above
 
@@ -130,7 +130,9 @@ def run_plan(
     elif method == "probeset":
         results = probeset_top_k(reader, plan, k, ignore=ignore, exact_ties=exact_ties, stats=stats).results(reader)
     elif method == "mergelist":
-        results = rank(reader, mergelist_overlaps(reader, plan, ignore=ignore, stats=stats), k)
+        top = TopK(k, exact_ties=exact_ties)
+        top.push_many(*mergelist_counts(reader, plan, ignore=ignore, stats=stats))
+        results = top.results(reader)
     else:
         results = rank(reader, scan_overlaps(reader, plan, ignore=ignore, stats=stats), k)
     return SearchOutcome(results=results, stats=stats)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from sqlalchemy import Connection, inspect
@@ -39,7 +38,7 @@ def _run(method: str) -> Any:
             exclude_column_id=request.exclude_column_id,
             costs=cost_model.load(conn, reader.database),
         )
-        return [dataclasses.asdict(r) for r in outcome.results]
+        return [dict(vars(r)) for r in outcome.results]  # plain fields: no deep copy (`asdict`)
 
     return run
 

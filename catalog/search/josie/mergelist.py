@@ -13,22 +13,27 @@ from catalog.search.josie.reader import IndexReader
 from catalog.search.josie.results import SearchStats
 
 
-def mergelist_overlaps(
+def mergelist_counts(
     reader: IndexReader, plan: QueryPlan, *, ignore: frozenset[int] = frozenset(), stats: SearchStats | None = None
-) -> dict[int, int]:
-    """{set_id: overlap} of every set sharing a token with the query (ignored sets left out)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """(set ids ascending, overlaps) of every set sharing a token with the query, ignored sets left out."""
     stats = stats if stats is not None else SearchStats()
-    runs = plan.runs()
+    n_runs = len(plan.run_ends)
     packed = reader.read_lists_packed(plan.list_token_ids().tolist())
-    stats.n_lists_read += len(runs)
-    stats.n_lists_fetched += len(runs)
+    stats.n_lists_read += n_runs
+    stats.n_lists_fetched += n_runs
     if len(packed.set_ids) == 0:
-        return {}
-    weights = np.repeat(np.asarray(plan.skipped, dtype=np.int64) + 1, np.diff(packed.offsets))
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     uniq, inverse = np.unique(packed.set_ids, return_inverse=True)
-    counts = np.bincount(inverse, weights=weights).astype(np.int64)
+    skipped = np.asarray(plan.skipped, dtype=np.int64)
+    if skipped.any():
+        weights = np.repeat(skipped + 1, np.diff(packed.offsets))
+        counts = np.bincount(inverse, weights=weights).astype(np.int64)
+    else:  # no duplicate runs: every list credits 1
+        counts = np.bincount(inverse)
+    uniq = uniq.astype(np.int64)
+    if ignore:
+        keep = ~np.isin(uniq, np.fromiter(ignore, dtype=np.int64, count=len(ignore)))
+        uniq, counts = uniq[keep], counts[keep]
     stats.n_candidates += len(uniq)
-    out = dict(zip(uniq.tolist(), counts.tolist(), strict=True))
-    for sid in ignore:
-        out.pop(sid, None)
-    return out
+    return uniq, counts

@@ -26,7 +26,7 @@ import operator
 import random
 import threading
 import weakref
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -129,6 +129,12 @@ class IndexReader(Protocol):
 
     def describe_sets(self, set_ids: Collection[int]) -> dict[int, SetRef]: ...
 
+    def column_ranks(self, set_ids: np.ndarray) -> np.ndarray | None:
+        """Each set's rank in column_id order (code-point order, as `results.rank` compares), or None
+        when the reader keeps no such order: ties at the k-th overlap are then broken by describing
+        every tied set. Ranks let a search describe only the k sets it returns."""
+        ...
+
     def set_id_of(self, column_id: str) -> int | None: ...
 
     def iter_sets(self) -> Iterator[tuple[int, np.ndarray]]:
@@ -165,6 +171,7 @@ class InMemoryIndex:
         self.sets = dict(sets)
         self.refs = dict(refs)
         self._by_column = {r.column_id: sid for sid, r in self.refs.items()}
+        self._ranks: np.ndarray | None = None
 
     def lookup_tokens(self, tokens: Iterable[str]) -> list[QueryToken]:
         d = self.dictionary
@@ -188,6 +195,11 @@ class InMemoryIndex:
     def describe_sets(self, set_ids: Collection[int]) -> dict[int, SetRef]:
         return {sid: self.refs[sid] for sid in set_ids}
 
+    def column_ranks(self, set_ids: np.ndarray) -> np.ndarray:
+        if self._ranks is None:
+            self._ranks = ranks_by_column([(sid, r.column_id) for sid, r in self.refs.items()])
+        return self._ranks[set_ids]
+
     def set_id_of(self, column_id: str) -> int | None:
         return self._by_column.get(column_id)
 
@@ -202,6 +214,15 @@ class InMemoryIndex:
         by_size = sorted(self.sets, key=lambda s: (len(self.sets[s]), s))
         picked = [by_size[i] for i in _spread(len(by_size), n, rng)]
         return [(s, len(self.sets[s])) for s in picked]
+
+
+def ranks_by_column(sets: Sequence[tuple[int, str]]) -> np.ndarray:
+    """rank[set_id] = the set's position in column_id order over `sets` ((set_id, column_id) pairs)."""
+    ordered = sorted(sets, key=lambda sc: sc[1])
+    ids = np.fromiter((sid for sid, _ in ordered), dtype=np.int64, count=len(ordered))
+    ranks = np.zeros(int(ids.max()) + 1 if len(ids) else 0, dtype=np.int64)
+    ranks[ids] = np.arange(len(ids), dtype=np.int64)
+    return ranks
 
 
 def _token_arrays(found: Sequence[QueryToken]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -302,6 +323,7 @@ _READ_SUFFIX = PreparedSelect(
 )
 _SET_OF = PreparedSelect(select(josie_sets.c.set_id).where(josie_sets.c.column_id == bindparam("column_id")))
 _INDEX_VERSION = PreparedSelect(select(josie_meta.c.value).where(josie_meta.c.key == bindparam("key")))
+_ALL_SETS = PreparedSelect(select(josie_sets.c.set_id, josie_sets.c.column_id))
 _ALL_TOKENS = PreparedSelect(
     select(josie_tokens.c.token, josie_tokens.c.token_id, josie_tokens.c.frequency, josie_tokens.c.group_id)
 )
@@ -370,6 +392,18 @@ class TokenDictionary:
         self.table = TokenTable(tokens, at)
         self.frequencies[at] = np.fromiter(freqs, dtype=np.int64, count=len(ids))
         self.group_ids[at] = np.fromiter(groups, dtype=np.int64, count=len(ids))
+        self._ranks: np.ndarray | None = None  # set ranks in column order, loaded with the first tie
+        self._lock = threading.Lock()
+
+    def column_ranks(self, load: Callable[[], Sequence[tuple[int, str]]]) -> np.ndarray:
+        """`ranks_by_column` of this version's sets, from `load` (a read in the same snapshot) on first use."""
+        ranks = self._ranks
+        if ranks is None:
+            with self._lock:
+                if self._ranks is None:
+                    self._ranks = ranks_by_column(load())
+                ranks = self._ranks
+        return ranks
 
     def lookup(self, tokens: Iterable[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ids = self.table.lookup(tokens if isinstance(tokens, set | frozenset) else set(tokens))
@@ -500,6 +534,12 @@ class DbIndexReader:
     def describe_sets(self, set_ids: Collection[int]) -> dict[int, SetRef]:
         ids = sorted({int(s) for s in set_ids})
         return {int(sid): SetRef(int(sid), tid, cid) for sid, tid, cid in _run_in_blocks(self._describe, ids, -1)}
+
+    def column_ranks(self, set_ids: np.ndarray) -> np.ndarray | None:
+        d = self.token_dictionary()
+        if d is None:
+            return None
+        return d.column_ranks(lambda: self._cursor.bind(_ALL_SETS).all({}))[set_ids]
 
     def set_id_of(self, column_id: str) -> int | None:
         row = self._set_of.first(column_id=column_id)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from catalog.core.identity import split_column_id
 from catalog.search.josie.reader import IndexReader
 
@@ -37,6 +39,7 @@ class SearchStats:
     n_sets_read: int = 0
     n_set_tokens_read: int = 0
     n_candidates: int = 0
+    shortcut: str = ""  # josie: "merge" (every list merged at once, a small query) or "lists" (see search.py)
 
 
 @dataclass
@@ -54,7 +57,8 @@ class TopK:
         self.k = k
         self.exact_ties = exact_ties
         self.heap: list[int] = []
-        self.overlaps: dict[int, int] = {}
+        self.overlaps: dict[int, int] = {}  # pushed one at a time
+        self._batches: list[tuple[np.ndarray, np.ndarray]] = []  # pushed together (`push_many`)
 
     @property
     def full(self) -> bool:
@@ -87,21 +91,57 @@ class TopK:
         if len(self.heap) > self.k:
             heapq.heappop(self.heap)
 
+    def push_many(self, set_ids: np.ndarray, overlaps: np.ndarray) -> None:
+        """`push` of each (set id, overlap), vectorised: only the sets at or above the batch's own k-th
+        overlap can stay, so only those are kept (ties included: see the module docstring), as arrays."""
+        keep = overlaps > 0
+        if len(overlaps) > self.k:
+            cut = len(overlaps) - self.k
+            keep &= overlaps >= np.partition(overlaps, cut)[cut]
+        if self.full:
+            keep &= overlaps >= self.kth if self.exact_ties else overlaps > self.kth
+        ids, values = set_ids[keep].astype(np.int64), overlaps[keep].astype(np.int64)
+        self._batches.append((ids, values))
+        best = values if len(values) <= self.k else np.partition(values, len(values) - self.k)[-self.k :]
+        self.heap = heapq.nlargest(self.k, self.heap + best.tolist())
+        heapq.heapify(self.heap)
+
     def results(self, reader: IndexReader) -> list[JoinResult]:
         """The answer: overlap desc, column_id asc, at most k, read from the kept exact overlaps."""
-        kth = self.kth
-        keep = {sid: o for sid, o in self.overlaps.items() if o >= kth}
-        return rank(reader, keep, self.k)
+        ids = [np.fromiter(self.overlaps, dtype=np.int64, count=len(self.overlaps)), *(b[0] for b in self._batches)]
+        values = [
+            np.fromiter(self.overlaps.values(), dtype=np.int64, count=len(self.overlaps)),
+            *(b[1] for b in self._batches),
+        ]
+        all_ids, all_values = np.concatenate(ids), np.concatenate(values)
+        keep = all_values >= self.kth
+        return rank_arrays(reader, all_ids[keep], all_values[keep], self.k)
 
 
 def rank(reader: IndexReader, overlaps: dict[int, int], k: int) -> list[JoinResult]:
     """Top k of {set_id: overlap} by (overlap desc, column_id asc), overlap-0 sets dropped."""
-    overlaps = {sid: o for sid, o in overlaps.items() if o > 0}
-    if len(overlaps) > k:
-        kth = heapq.nlargest(k, overlaps.values())[-1]
-        overlaps = {sid: o for sid, o in overlaps.items() if o >= kth}
-    refs = reader.describe_sets(overlaps)
-    ordered = sorted(overlaps.items(), key=lambda item: (-item[1], refs[item[0]].column_id))[:k]
+    ids = np.fromiter(overlaps, dtype=np.int64, count=len(overlaps))
+    return rank_arrays(reader, ids, np.fromiter(overlaps.values(), dtype=np.int64, count=len(overlaps)), k)
+
+
+def rank_arrays(reader: IndexReader, set_ids: np.ndarray, overlaps: np.ndarray, k: int) -> list[JoinResult]:
+    """`rank` of parallel arrays (distinct set ids). Only the sets returned are described when the
+    reader knows the column order; else every set tied at the k-th overlap is."""
+    keep = overlaps > 0
+    ids, values = set_ids[keep], overlaps[keep]
+    if len(values) > k:
+        cut = len(values) - k
+        keep = values >= np.partition(values, cut)[cut]
+        ids, values = ids[keep], values[keep]
+    if len(values) > k:  # ties at the k-th overlap: the first in column order win
+        ranks = reader.column_ranks(ids)
+        if ranks is not None:
+            first = np.lexsort((ranks, -values))[:k]
+            ids, values = ids[first], values[first]
+    refs = reader.describe_sets(ids.tolist())
+    ordered = sorted(
+        zip(ids.tolist(), values.tolist(), strict=True), key=lambda item: (-item[1], refs[item[0]].column_id)
+    )[:k]
     out = []
     for sid, o in ordered:
         ref = refs[sid]

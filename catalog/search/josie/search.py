@@ -19,12 +19,22 @@ queries over a skewed lake read thousands of short lists with nothing worth a se
 decision every 20 lists there cost more than the lists; when decisions happen changes only the
 cost, never the answer, which stays exact. Tie handling: see `results.TopK`.
 
-One step goes beyond Algorithm 1. Once discovery has ended (no unseen set can reach the k-th
-overlap), what is left is settling the pending candidates; Algorithm 1 reads only those whose
-estimate beats the k-th overlap, so a few whose estimates do not (but whose bounds still do) keep it
-reading lists to the end of the query, and in a large query those are the longest lists. When the
-cost model prices reading all pending sets below reading the unread lists, we read the sets and
-stop (`_settle_by_sets`); each read gives an exact overlap, as any candidate read does.
+Two steps go beyond Algorithm 1. First, it reads lists instead of sets whenever the cost model
+prices all the lists left at most as high as the set reads that would fill the heap: Algorithm 1
+reads a candidate set after every list until k sets are known, and on real lakes (short lists,
+big sets) those k reads cost more than merging every list, so JOSIE was slower than MergeList on
+most queries. Before the first list that test needs only the query's list lengths (sum of L(f) <=
+min(k, sum of f) * S(0)): the search then merges every list at once as MergeList does, with none of
+the per-step machinery below ("merge", the small-query path); later it uses the best candidates'
+set costs and reads the remaining lists in one segment ("lists"). Either way every list is read,
+so every count is exact.
+
+Second, once discovery has ended (no unseen set can reach the k-th overlap), what is left is
+settling the pending candidates; Algorithm 1 reads only those whose estimate beats the k-th
+overlap, so a few whose estimates do not (but whose bounds still do) keep it reading lists to the
+end of the query, and in a large query those are the longest lists. When the cost model prices
+reading all pending sets below reading the unread lists, we read the sets and stop
+(`_settle_by_sets`); each read gives an exact overlap, as any candidate read does.
 
 Candidate state lives in numpy arrays indexed by set id, and the lists between two decision points
 are merged in one vectorised step: while the heap is full nothing changes the k-th overlap between
@@ -36,10 +46,12 @@ is not full, sets are read after every list, so lists are merged one at a time.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 import numpy as np
 
 from catalog.search.josie.cost_model import DEFAULT_COSTS, CostModel
+from catalog.search.josie.mergelist import mergelist_counts
 from catalog.search.josie.query_plan import ListReader, PackedLists, QueryPlan, count_matches
 from catalog.search.josie.reader import IndexReader
 from catalog.search.josie.results import SearchStats, TopK
@@ -155,6 +167,12 @@ def josie_top_k(
     freqs = np.asarray(plan.frequencies, dtype=np.float64)[run_i]
     per_pos[run_i] = np.maximum(costs.floor, costs.read_list_a + costs.read_list_b * freqs)
     list_cost_upto = np.cumsum(per_pos)
+    if float(list_cost_upto[-1]) <= min(k, int(freqs.sum())) * costs.set_cost(0):
+        # Reading every list costs no more than the fewest set reads the search would make (it reads
+        # min(k, candidates) sets to fill its heap): merge them all, with no per-step machinery.
+        stats.shortcut = "merge"
+        top.push_many(*mergelist_counts(reader, plan, ignore=ignore, stats=stats))
+        return top
     cand = _Candidates(ignore)
     since_decision = 0
     interval = batch_size  # lists between decisions: backs off while decisions read nothing
@@ -195,7 +213,14 @@ def josie_top_k(
             # Paper Algorithm 1: while fewer than k sets are known kth is 0 and prunes nothing, so
             # candidates are read (best estimate first) until the heap is full; a high kth early is
             # what lets the prefix and position filters cut the remaining lists and candidates.
-            _fill_heap(reader, cand, top, q_ids, n, i, stats)
+            # Unless the lists left cost no more than those reads: then read them all and stop.
+            fill = _best_first(cand, cand.pending(), n, i)[: top.k - len(top.heap)]
+            if float(list_cost_upto[-1] - list_cost_upto[i]) <= float(_set_costs(costs, _suffixes(cand, fill)).sum()):
+                stats.shortcut = "lists"
+                _merge(cand, lists.segment(start, n_runs), start, n_runs - start, run_i, run_s, stats)
+                break
+            for x in fill:
+                _read_candidate(reader, cand, top, q_ids, x, stats)
         if since_decision < interval or not cand.count or (cand.count < k and not top.full):
             continue
         since_decision = 0
@@ -233,8 +258,7 @@ def josie_top_k(
             interval = batch_size
     # Either every list was read (pending counts are exact) or nothing is pending.
     ids = cand.pending()
-    for x, partial in zip(ids.tolist(), cand.partial[ids].tolist(), strict=True):
-        top.push(x, partial)
+    top.push_many(ids, cand.partial[ids])
     cand.release()
     return top
 
@@ -315,13 +339,9 @@ def _read_candidate(
     top.push(x, int(cand.partial[x]) + count_matches(q_ids, suffix))
 
 
-def _fill_heap(
-    reader: IndexReader, cand: _Candidates, top: TopK, q_ids: np.ndarray, n: int, i: int, stats: SearchStats
-) -> None:
-    for x in _best_first(cand, cand.pending(), n, i):
-        if top.full:
-            break
-        _read_candidate(reader, cand, top, q_ids, x, stats)
+def _suffixes(cand: _Candidates, ids: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Tokens after each candidate's latest match: what reading its set costs."""
+    return cand.size[ids] - 1 - cand.j[ids]
 
 
 def _settle_by_sets(
@@ -342,7 +362,7 @@ def _settle_by_sets(
     not, but whose bound still does, keeps the search reading lists to the end of the query, and in a
     large query those last lists are the longest. Reading its set instead settles it as exactly."""
     ids, _ = _prune(cand, top, n, i)
-    if float(_set_costs(costs, cand.size[ids] - 1 - cand.j[ids]).sum()) > cost_lists:
+    if float(_set_costs(costs, _suffixes(cand, ids)).sum()) > cost_lists:
         return False
     for x in _best_first(cand, ids, n, i):
         # the k-th overlap rises as sets are read: re-check each bound (no list is read from here on)
@@ -439,5 +459,5 @@ def _read_benefit(
     ub = cand.upper_bounds(ids, n, i)
     gone = _below(ub, kth_new, top.exact_ties)
     if gone.any():
-        benefit += float(_set_costs(costs, cand.size[ids] - 1 - cand.j[ids])[gone].sum())
+        benefit += float(_set_costs(costs, _suffixes(cand, ids))[gone].sum())
     return benefit

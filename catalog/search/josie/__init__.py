@@ -30,7 +30,7 @@ from catalog.search.josie.reader import (
     QueryToken,
     build_memory_index,
 )
-from catalog.search.josie.results import JoinResult, SearchOutcome, SearchStats, TopK, rank
+from catalog.search.josie.results import JoinResult, SearchOutcome, SearchStats, rank, rank_arrays
 
 METHODS = ("josie", "mergelist", "probeset", "brute")
 
@@ -130,9 +130,7 @@ def run_plan(
     elif method == "probeset":
         results = probeset_top_k(reader, plan, k, ignore=ignore, exact_ties=exact_ties, stats=stats).results(reader)
     elif method == "mergelist":
-        top = TopK(k, exact_ties=exact_ties)
-        top.push_many(*mergelist_counts(reader, plan, ignore=ignore, stats=stats))
-        results = top.results(reader)
+        results = rank_arrays(reader, *mergelist_counts(reader, plan, ignore=ignore, stats=stats), k)
     else:
         results = rank(reader, scan_overlaps(reader, plan, ignore=ignore, stats=stats), k)
     return SearchOutcome(results=results, stats=stats)

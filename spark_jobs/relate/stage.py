@@ -20,6 +20,7 @@ from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile.tokens import COLUMN_TOKENS
 from spark_jobs.relate import joinable, unionable
+from spark_jobs.relate.union_features import UNIONABLE_FEATURES
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -38,6 +39,7 @@ RELATE = UnitSpec(
         unionable.UNIONABLE_CHANGES,
         unionable.UNIONABLE_CANDIDATES,
         unionable.UNIONABLE_HEADERS,
+        UNIONABLE_FEATURES,
     ),
 )
 
@@ -74,11 +76,19 @@ def relate_all(spark: SparkSession, settings: Settings) -> dict[str, Any]:
         return {"skipped": True}
     base = begin(store, RELATE)
     tokens = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token", "n"])
+    started = time.perf_counter()
     j = joinable.write_all(store, tokens, joinable.key_columns(spark, store), settings, version)
+    joinable_seconds = round(time.perf_counter() - started, 3)
     everything = ChangeBatch(version, (), ())
-    u = unionable.update(spark, store, settings, everything, full=True, record_changes=False)
+    u = _timed(unionable.update, spark, store, settings, everything, full=True, record_changes=False)
     commit(store, RELATE, base, batch_id=version, kind="relate_all")
-    counts = {"n_joinable_rows": j.n_rows_written, "n_unionable_rows": u["n_unionable_rows"], "index_version": version}
+    counts = {
+        "n_joinable_rows": j.n_rows_written,
+        "n_unionable_rows": u["n_unionable_rows"],
+        "index_version": version,
+        "joinable_seconds": joinable_seconds,
+        "unionable_seconds": u["seconds"],
+    }
     log.info("relations recomputed in full", extra=counts)
     return counts
 

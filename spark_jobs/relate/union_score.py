@@ -6,10 +6,11 @@ Table union search (Nargesian, Zhu, Pu, Miller, "Table Union Search on Open Data
 
 * **Column-pair score**: a weighted mean of the signals that apply to the pair (`SIGNALS`): value
   containment (the overlap from gold `joinable` over the smaller set), header similarity, type
-  compatibility, and for two numeric columns the similarity of their distributions (Bhattacharyya
-  coefficient of normals with the columns' means and standard deviations). A signal returns NaN
-  where it has nothing to say, and drops out of that pair's mean; a further signal (embeddings) is
-  one more `ColumnSignal`.
+  compatibility, for two numeric columns the similarity of their distributions (Bhattacharyya
+  coefficient of normals with the columns' means and standard deviations), the overlap of their
+  value formats (`value_shape`: `2013-01-05` -> `9-9-9`), and for columns not both numeric the
+  cosine of their value embeddings (`catalog.core.embedding`). A signal returns NaN where it has
+  nothing to say, and drops out of that pair's mean; a further signal is one more `ColumnSignal`.
 * **Table-pair score**: maximum-weight bipartite matching of the column-pair scores
   (`scipy.optimize.linear_sum_assignment`); pairs under `MIN_PAIR_SCORE` are left unaligned, and the
   sum of the aligned scores is divided by the wider table's column count.
@@ -22,19 +23,29 @@ table whose id sorts first as rows, so both directions of a pair get mirror-imag
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from scipy import sparse
 from scipy.optimize import linear_sum_assignment
 
+from catalog.core.embedding import DEFAULT_EMBEDDER
+
 MIN_PAIR_SCORE = 0.3
+MAX_CELLS = 1 << 22  # column pairs scored at once per table: bounds a scoring group's matrices
+DIMENSION = DEFAULT_EMBEDDER.dimension
+SHAPE_DIGITS = "[0-9]+"
+SHAPE_WORDS = "[^0-9 !-/:-@\\[-`{-~]+"  # the same class in Python's re and in RE2
+SHAPE_LENGTH = 24
 
 _NUMERIC = {"integer", "decimal", "numeric"}
 _TEMPORAL = {"date", "datetime"}
@@ -43,7 +54,10 @@ _TEXTUAL = {"identifier", "categorical", "text"}
 
 @dataclass(frozen=True)
 class Columns:
-    """Features of some columns as parallel arrays, one entry per column (in table order)."""
+    """Features of some columns as parallel arrays, one entry per column (in table order). Header
+    words, header trigrams and value shapes are sparse incidence rows over one vocabulary per
+    process (`_VOCAB`), so the header and format signals of a whole scoring group are sparse
+    products rather than Python loops over column pairs."""
 
     column_id: np.ndarray  # str
     header: np.ndarray  # str
@@ -52,24 +66,141 @@ class Columns:
     numeric: np.ndarray  # bool
     mean: np.ndarray  # float, NaN when not numeric
     std: np.ndarray  # float, NaN when unknown
+    embedding: np.ndarray  # (columns, dimension) float32: unit vector of the column's values, or zeros
+    words: sparse.csr_matrix  # (columns, vocabulary): 1 for each distinct word of the header
+    grams: sparse.csr_matrix  # (columns, vocabulary): 1 for each distinct character trigram of the header
+    shapes: sparse.csr_matrix  # (columns, vocabulary): the share of the column's values with each shape
 
     def __len__(self) -> int:
         return len(self.column_id)
 
     @classmethod
-    def from_records(cls, records: Sequence[Mapping[str, Any]]) -> Columns:
+    def build(
+        cls,
+        *,
+        column_id: Sequence[str],
+        header: Sequence[str],
+        type: Sequence[str | None],
+        size: np.ndarray,
+        numeric: np.ndarray,
+        mean: np.ndarray,
+        std: np.ndarray,
+        embedding: np.ndarray,
+        shapes: Sequence[Sequence[tuple[str, float]]],
+    ) -> Columns:
+        ids = [_header_ids(h) for h in header]
+        return cls(
+            column_id=np.asarray(column_id, dtype=object),
+            header=np.asarray(header, dtype=object),
+            type=np.asarray(type, dtype=object),
+            size=size,
+            numeric=numeric,
+            mean=mean,
+            std=std,
+            embedding=embedding,
+            words=_incidence("word", [w for w, _ in ids]),
+            grams=_incidence("gram", [g for _, g in ids]),
+            shapes=_incidence(
+                "shape",
+                [_vocab_ids("shape", [shape for shape, _ in sorted(row)]) for row in shapes],
+                [np.array([share for _, share in sorted(row)], dtype=float) for row in shapes],
+            ),
+        )
+
+    @classmethod
+    def from_records(cls, records: Sequence[Mapping[str, Any]], dimension: int = DIMENSION) -> Columns:
+        """From feature records as the unionable stage builds them (`shapes`: a list of
+        {shape, share}; `embedding`: a list of floats or None)."""
+
         def floats(key: str) -> np.ndarray:
             return np.array([np.nan if r.get(key) is None else float(r[key]) for r in records], dtype=float)
 
-        return cls(
-            column_id=np.array([r["column_id"] for r in records], dtype=object),
-            header=np.array([r["header"] for r in records], dtype=object),
-            type=np.array([r.get("type") for r in records], dtype=object),
+        embedding = np.zeros((len(records), dimension), np.float32)
+        for i, r in enumerate(records):
+            if r.get("embedding"):
+                embedding[i] = r["embedding"]
+        return cls.build(
+            column_id=[r["column_id"] for r in records],
+            header=[r["header"] for r in records],
+            type=[r.get("type") for r in records],
             size=floats("size"),
             numeric=np.array([bool(r.get("numeric")) for r in records], dtype=bool),
             mean=floats("mean"),
             std=floats("std"),
+            embedding=embedding,
+            shapes=[[(x["shape"], float(x["share"])) for x in r.get("shapes") or ()] for r in records],
         )
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table, dimension: int = DIMENSION) -> Columns:
+        """From `unionable_features` rows, without a Python object per embedding value: what
+        `from_records` builds from the same rows."""
+
+        def floats(name: str) -> np.ndarray:
+            return np.asarray(table.column(name).cast(pa.float64()).fill_null(np.nan).to_numpy(), dtype=float)
+
+        vectors = table.column("embedding").combine_chunks()
+        lengths = pc.list_value_length(vectors).fill_null(0).to_numpy()
+        embedding = np.zeros((len(table), dimension), np.float32)
+        embedding[lengths > 0] = vectors.flatten().to_numpy().reshape(-1, dimension)
+        return cls.build(
+            column_id=table.column("column_id").to_pylist(),
+            header=table.column("header").to_pylist(),
+            type=table.column("type").to_pylist(),
+            size=floats("size"),
+            numeric=table.column("numeric").fill_null(False).to_numpy(zero_copy_only=False).astype(bool),
+            mean=floats("mean"),
+            std=floats("std"),
+            embedding=embedding,
+            shapes=[[(x["shape"], x["share"]) for x in row or ()] for row in table.column("shapes").to_pylist()],
+        )
+
+    def take(self, rows: np.ndarray) -> Columns:
+        """The columns at `rows`, in that order."""
+        return Columns(*(getattr(self, f)[rows] for f in Columns.__dataclass_fields__))
+
+    @classmethod
+    def concat(cls, parts: Sequence[Columns]) -> Columns:
+        """The columns of `parts`, one after the other."""
+        fields = {}
+        for f in Columns.__dataclass_fields__:
+            values = [getattr(c, f) for c in parts]
+            if sparse.issparse(values[0]):
+                width = max(v.shape[1] for v in values)
+                fields[f] = sparse.vstack([_widened(v, width) for v in values], format="csr")
+            else:
+                fields[f] = np.concatenate(values)
+        return cls(**fields)
+
+
+# one vocabulary per kind per process: ids only ever get added, so rows built earlier stay valid
+_VOCAB: dict[str, dict[str, int]] = {"word": {}, "gram": {}, "shape": {}}
+
+
+def _vocab_ids(kind: str, items: Iterable[str]) -> np.ndarray:
+    vocab = _VOCAB[kind]
+    return np.array([vocab.setdefault(x, len(vocab)) for x in items], dtype=np.int64)
+
+
+def _incidence(kind: str, ids: Sequence[np.ndarray], values: Sequence[np.ndarray] | None = None) -> sparse.csr_matrix:
+    """Rows of a sparse matrix over vocabulary `kind`: row i holds `values[i]` (ones when None) at
+    `ids[i]`, in the order given."""
+    indptr = np.r_[0, np.cumsum([len(x) for x in ids])].astype(np.int64)
+    indices = np.concatenate(ids) if len(ids) else np.zeros(0, np.int64)
+    data = np.concatenate(values) if values is not None and len(values) else np.ones(len(indices))
+    return sparse.csr_matrix((data, indices, indptr), shape=(len(ids), max(len(_VOCAB[kind]), 1)))
+
+
+def _widened(m: sparse.csr_matrix, width: int) -> sparse.csr_matrix:
+    """`m` over a vocabulary that has grown to `width` since it was built."""
+    if m.shape[1] == width:
+        return m
+    return sparse.csr_matrix((m.data, m.indices, m.indptr), shape=(m.shape[0], width))
+
+
+def _aligned(a: sparse.csr_matrix, b: sparse.csr_matrix) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+    width = max(a.shape[1], b.shape[1])
+    return _widened(a, width), _widened(b, width)
 
 
 @dataclass(frozen=True)
@@ -99,30 +230,25 @@ def _header_sets(header: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(words), grams
 
 
-def _jaccard(left: list[frozenset[str]], right: list[frozenset[str]]) -> np.ndarray:
-    """Jaccard of every left set with every right set, through sparse incidence matrices."""
-    vocab: dict[str, int] = {}
+@functools.lru_cache(maxsize=1 << 18)
+def _header_ids(header: str) -> tuple[np.ndarray, np.ndarray]:
+    """The vocabulary ids of a header's distinct words and trigrams."""
+    words, grams = _header_sets(header)
+    return _vocab_ids("word", sorted(words)), _vocab_ids("gram", sorted(grams))
 
-    def incidence(sets: list[frozenset[str]]) -> sparse.csr_matrix:
-        rows = [i for i, s in enumerate(sets) for _ in s]
-        cols = [vocab.setdefault(x, len(vocab)) for s in sets for x in s]
-        return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(sets), len(vocab) or 1))
 
-    a, b = incidence(left), incidence(right)
-    a.resize((len(left), max(len(vocab), 1)))
-    b.resize((len(right), max(len(vocab), 1)))
+def _jaccard(a: sparse.csr_matrix, b: sparse.csr_matrix) -> np.ndarray:
+    """Jaccard of every row set of `a` with every row set of `b` (0/1 incidence rows)."""
+    a, b = _aligned(a, b)
     inter = (a @ b.T).toarray()
-    union = np.array([len(s) for s in left], dtype=float)[:, None] + np.array([len(s) for s in right])[None, :] - inter
+    union = np.diff(a.indptr).astype(float)[:, None] + np.diff(b.indptr)[None, :] - inter
     return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
 
 
-def header_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def header_matrix(a: Columns, b: Columns) -> np.ndarray:
     """The larger of the word Jaccard and the character-trigram Jaccard of the normalized headers
     (0 when either header has no word)."""
-    sa, sb = [_header_sets(h) for h in a], [_header_sets(h) for h in b]
-    words = _jaccard([s[0] for s in sa], [s[0] for s in sb])
-    grams = _jaccard([s[1] for s in sa], [s[1] for s in sb])
-    return np.maximum(words, grams)
+    return np.maximum(_jaccard(a.words, b.words), _jaccard(a.grams, b.grams))
 
 
 # ---------------------------------------------------------------------- types and distributions
@@ -160,33 +286,90 @@ def distribution_matrix(a: Columns, b: Columns) -> np.ndarray:
     return np.where(applies, out, np.nan)
 
 
+# ---------------------------------------------------------------------- formats and embeddings
+def value_shape(token: str) -> str:
+    """A value's format: runs of digits become `9`, runs of anything but digits, spaces and ASCII
+    punctuation become `a`, the rest stays, cut to `SHAPE_LENGTH` (`2013-01-05` -> `9-9-9`,
+    `$1,200.50` -> `$9,9.9`, `new york` -> `a a`). `union_features.shape_shares` computes the same
+    with pyarrow's RE2 (`SHAPE_DIGITS`, `SHAPE_WORDS`)."""
+    return re.sub(SHAPE_WORDS, "a", re.sub(SHAPE_DIGITS, "9", token))[:SHAPE_LENGTH]
+
+
+def format_matrix(a: Columns, b: Columns) -> np.ndarray:
+    """Histogram intersection of the columns' value shapes: the share of values both columns format
+    alike (NaN when either has no values). For each shape of each of `a`'s columns, the columns of
+    `b` that have it: one sparse column slice each, a few per column."""
+    left, right = _aligned(a.shapes, b.shapes)
+    by_shape = right.tocsc()
+    out = np.zeros((len(a), len(b)))
+    for i in range(len(a)):
+        for at in range(left.indptr[i], left.indptr[i + 1]):
+            shape, share = left.indices[at], left.data[at]
+            lo, hi = by_shape.indptr[shape], by_shape.indptr[shape + 1]
+            out[i, by_shape.indices[lo:hi]] += np.minimum(share, by_shape.data[lo:hi])
+    has = (np.diff(left.indptr) > 0)[:, None] & (np.diff(right.indptr) > 0)[None, :]
+    return np.where(has, out, np.nan)
+
+
+def embedding_matrix(a: Columns, b: Columns) -> np.ndarray:
+    """Cosine of the columns' value embeddings, negatives as 0 (NaN when either column has no vector
+    or both are numeric: digits look alike to a character embedder whatever they measure, and the
+    distribution signal speaks for numbers)."""
+    cosine = np.clip(a.embedding @ b.embedding.T, 0.0, 1.0).astype(float)
+    has_a, has_b = np.any(a.embedding, axis=1), np.any(b.embedding, axis=1)
+    applies = has_a[:, None] & has_b[None, :] & ~(a.numeric[:, None] & b.numeric[None, :])
+    return np.where(applies, cosine, np.nan)
+
+
 def _value_matrix(a: Columns, b: Columns, overlap: np.ndarray) -> np.ndarray:
     smaller = np.minimum(a.size[:, None], b.size[None, :])
     return np.divide(overlap, smaller, out=np.full(overlap.shape, np.nan), where=smaller > 0)
 
 
+# Weights fitted on the union benchmark (`bench/union_fit.py`: coordinate ascent on MAP@10 over two
+# benchmark seeds, then rounded towards the seeds' consensus): header and distribution separate
+# right from wrong column pairs best (AUC 0.95 and 0.99), value overlap and type least (about 0.7:
+# reformatted partners share no value, unrelated real tables share many).
 SIGNALS: list[ColumnSignal] = [
-    ColumnSignal("value", 0.5, _value_matrix),
-    ColumnSignal("header", 0.15, lambda a, b, _o: header_matrix(a.header, b.header)),
-    ColumnSignal("type", 0.1, lambda a, b, _o: type_matrix(a.type, b.type)),
-    ColumnSignal("distribution", 0.25, lambda a, b, _o: distribution_matrix(a, b)),
+    ColumnSignal("value", 0.1, _value_matrix),
+    ColumnSignal("header", 0.35, lambda a, b, _o: header_matrix(a, b)),
+    ColumnSignal("type", 0.05, lambda a, b, _o: type_matrix(a.type, b.type)),
+    ColumnSignal("distribution", 0.35, lambda a, b, _o: distribution_matrix(a, b)),
+    ColumnSignal("format", 0.1, lambda a, b, _o: format_matrix(a, b)),
+    ColumnSignal("embedding", 0.15, lambda a, b, _o: embedding_matrix(a, b)),
 ]
+SIGNAL_NAMES = tuple(s.name for s in SIGNALS)
+
+
+def weighted(weights: Mapping[str, float] | None) -> list[ColumnSignal]:
+    """`SIGNALS` with some weights replaced (`weights`: signal name -> weight; 0 turns a signal off)."""
+    if not weights:
+        return SIGNALS
+    unknown = sorted(set(weights) - set(SIGNAL_NAMES))
+    if unknown:
+        raise ValueError(f"unknown union signals {unknown}; known: {list(SIGNAL_NAMES)}")
+    return [dataclasses.replace(s, weight=float(weights.get(s.name, s.weight))) for s in SIGNALS]
 
 
 def pair_scores(
     a: Columns, b: Columns, overlap: np.ndarray, signals: Sequence[ColumnSignal] = SIGNALS
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """(weighted mean of the signals that apply, per column pair; {signal: its matrix})."""
-    total = np.zeros((len(a), len(b)))
-    weight = np.zeros((len(a), len(b)))
-    parts: dict[str, np.ndarray] = {}
+    parts = {s.name: np.asarray(s.score(a, b, overlap), dtype=float) for s in signals}
+    return _weighted_mean(parts, signals), parts
+
+
+def _weighted_mean(parts: Mapping[str, np.ndarray], signals: Sequence[ColumnSignal]) -> np.ndarray:
+    """The weighted mean of the signal matrices `parts`, each signal counting where it applies."""
+    shape = next(iter(parts.values())).shape
+    total = np.zeros(shape)
+    weight = np.zeros(shape)
     for s in signals:
-        value = np.asarray(s.score(a, b, overlap), dtype=float)
-        parts[s.name] = value
+        value = parts[s.name]
         applies = ~np.isnan(value)
         total += s.weight * np.where(applies, value, 0.0)
         weight += s.weight * applies
-    return np.divide(total, weight, out=np.zeros_like(total), where=weight > 0), parts
+    return np.divide(total, weight, out=np.zeros_like(total), where=weight > 0)
 
 
 def column_pair_score(
@@ -222,21 +405,54 @@ def align(scores: np.ndarray, *, rows_first: bool) -> Alignment:
     return Alignment(sum(p[2] for p in pairs) / max(scores.shape), pairs)
 
 
-def alignment_json(own: Columns, other: Columns, alignment: Alignment, parts: Mapping[str, np.ndarray]) -> str:
-    """The published alignment: each aligned pair with its score and the signals that applied."""
+def alignment_json(
+    own: Columns, other: Columns, offset: int, alignment: Alignment, values: Mapping[str, np.ndarray]
+) -> str:
+    """The published alignment: each aligned pair with its score and the signals that applied
+    (the candidate's columns start at `offset` in `other`; `values`: each signal's value for each
+    pair of `alignment.pairs`, NaN where it did not)."""
     return json.dumps(
         [
             {
                 "column_id": own.column_id[i],
                 "column": own.header[i],
-                "candidate_column_id": other.column_id[j],
-                "candidate_column": other.header[j],
+                "candidate_column_id": other.column_id[offset + j],
+                "candidate_column": other.header[offset + j],
                 "score": score,
-                "signals": {k: round(float(v[i, j]), 6) for k, v in parts.items() if not math.isnan(v[i, j])},
+                "signals": {k: round(float(v[n]), 6) for k, v in values.items() if not math.isnan(v[n])},
             }
-            for i, j, score in alignment.pairs
+            for n, (i, j, score) in enumerate(alignment.pairs)
         ]
     )
+
+
+def _pair_values(
+    parts: Mapping[str, np.ndarray], offset: int, pairs: Sequence[tuple[int, int, float]]
+) -> dict[str, np.ndarray]:
+    """Each signal's value for each aligned pair, read from matrices whose candidate columns start
+    at `offset`."""
+    rows = np.array([i for i, _, _ in pairs], dtype=np.int64)
+    cols = np.array([j for _, j, _ in pairs], dtype=np.int64) + offset
+    return {name: m[rows, cols] for name, m in parts.items()}
+
+
+def _recomputed_values(
+    own: Columns,
+    other: Columns,
+    overlap: np.ndarray,
+    pairs: Sequence[tuple[int, int, float]],
+    signals: Sequence[ColumnSignal],
+) -> dict[str, np.ndarray]:
+    """Each signal's value for each aligned pair, computed for those pairs alone (signals are
+    elementwise: a block of pairs is the diagonal of its own small matrices)."""
+    values: dict[str, list[float]] = {s.name: [] for s in signals}
+    for start in range(0, len(pairs), 256):
+        rows = np.array([i for i, _, _ in pairs[start : start + 256]], dtype=np.int64)
+        cols = np.array([j for _, j, _ in pairs[start : start + 256]], dtype=np.int64)
+        _, parts = pair_scores(own.take(rows), other.take(cols), overlap[np.ix_(rows, cols)], signals)
+        for name, m in parts.items():
+            values[name].extend(np.diagonal(m).tolist())
+    return {name: np.array(v) for name, v in values.items()}
 
 
 @dataclass(frozen=True)
@@ -249,33 +465,110 @@ class Candidate:
     overlap: np.ndarray
 
 
-def rank_candidates(table_id: str, own: Columns, candidates: Sequence[Candidate], k: int) -> list[dict[str, Any]]:
+def rank_candidates(
+    table_id: str, own: Columns, candidates: Sequence[Candidate], k: int, signals: Sequence[ColumnSignal] = SIGNALS
+) -> list[dict[str, Any]]:
     """`table_id`'s top-k unionable tables among `candidates` (score desc, then id), with their
     alignments; candidates with no aligned column are left out."""
     if not candidates or not len(own):
         return []
-    everyone = Columns(
-        *(np.concatenate([getattr(c.columns, f) for c in candidates]) for f in Columns.__dataclass_fields__)
-    )
-    overlap = np.concatenate([c.overlap for c in candidates], axis=1)
-    scores, parts = pair_scores(own, everyone, overlap)
-    scored = []
+    spans = []
     start = 0
     for c in candidates:
-        stop = start + len(c.columns)
-        alignment = align(scores[:, start:stop], rows_first=table_id < c.table_id)
-        if alignment.pairs:
-            scored.append((-alignment.score, c.table_id, start, stop, c, alignment))
-        start = stop
-    scored.sort(key=lambda s: (s[0], s[1]))
+        spans.append((c.table_id, start, start + len(c.columns)))
+        start += len(c.columns)
+    everyone = Columns.concat([c.columns for c in candidates])
+    overlap = np.concatenate([c.overlap for c in candidates], axis=1)
+    return rank_spans(table_id, own, everyone, spans, overlap, k, signals)
+
+
+def rank_spans(
+    table_id: str,
+    own: Columns,
+    everyone: Columns,
+    spans: Sequence[tuple[str, int, int]],
+    overlap: np.ndarray,
+    k: int,
+    signals: Sequence[ColumnSignal] = SIGNALS,
+) -> list[dict[str, Any]]:
+    """`rank_candidates` with every candidate's columns in one `Columns`: candidate `id` owns the
+    columns `lo:hi` of `everyone` for each (id, lo, hi) of `spans`; `overlap` is own × everyone.
+
+    Memory stays bounded however wide the tables: scores are computed for a run of candidates at a
+    time, at most `MAX_CELLS` column pairs (a wider candidate alone), in blocks of own columns of
+    at most `MAX_CELLS` pairs each, keeping only the combined score matrix (the signals published
+    with an alignment are then recomputed for its pairs alone). A 7,000-column table scored against 50
+    copies of itself would otherwise need matrices of 7,000 × 350,000 cells per signal."""
+    if not spans or not len(own):
+        return []
+    best: list[_Ranked] = []
+    for run in _runs(spans, len(own)):
+        first, last = run[0][1], run[-1][2]
+        part = everyone if (first, last) == (0, len(everyone)) else everyone.take(np.arange(first, last))
+        block = overlap[:, first:last]
+        parts = pair_scores(own, part, block, signals)[1] if len(own) * (last - first) <= MAX_CELLS else None
+        scores = _weighted_mean(parts, signals) if parts is not None else _score_matrix(own, part, block, signals)
+        found = []
+        for other, lo, hi in run:
+            alignment = align(scores[:, lo - first : hi - first], rows_first=table_id < other)
+            if alignment.pairs:
+                found.append(_Ranked(-alignment.score, other, alignment, lo - first, hi - first))
+        best = sorted([*best, *found], key=lambda r: (r.neg_score, r.other))[:k]
+        for r in best:
+            if r.described is None:
+                values = (
+                    _pair_values(parts, r.lo, r.alignment.pairs)
+                    if parts is not None
+                    else _recomputed_values(
+                        own, part.take(np.arange(r.lo, r.hi)), block[:, r.lo : r.hi], r.alignment.pairs, signals
+                    )
+                )
+                r.described = alignment_json(own, part, r.lo, r.alignment, values)
     return [
         {
             "table_id": table_id,
             "rank": rank,
-            "candidate_table_id": c.table_id,
-            "score": alignment.score,
-            "n_aligned": len(alignment.pairs),
-            "alignment": alignment_json(own, c.columns, alignment, {n: m[:, lo:hi] for n, m in parts.items()}),
+            "candidate_table_id": r.other,
+            "score": r.alignment.score,
+            "n_aligned": len(r.alignment.pairs),
+            "alignment": r.described,
         }
-        for rank, (_, _, lo, hi, c, alignment) in enumerate(scored[:k], start=1)
+        for rank, r in enumerate(best, start=1)
     ]
+
+
+@dataclass
+class _Ranked:
+    """A candidate among the best so far: its alignment, its columns' place in the run that scored
+    it, and its published alignment once it has one."""
+
+    neg_score: float
+    other: str
+    alignment: Alignment
+    lo: int
+    hi: int
+    described: str | None = None
+
+
+def _score_matrix(own: Columns, other: Columns, overlap: np.ndarray, signals: Sequence[ColumnSignal]) -> np.ndarray:
+    """`pair_scores` of own × other, computed in blocks of own columns of at most `MAX_CELLS` pairs."""
+    step = max(1, MAX_CELLS // max(len(other), 1))
+    if step >= len(own):
+        return pair_scores(own, other, overlap, signals)[0]
+    out = np.empty((len(own), len(other)))
+    for lo in range(0, len(own), step):
+        rows = np.arange(lo, min(lo + step, len(own)))
+        out[rows] = pair_scores(own.take(rows), other, overlap[rows], signals)[0]
+    return out
+
+
+def _runs(spans: Sequence[tuple[str, int, int]], rows: int) -> list[list[tuple[str, int, int]]]:
+    """`spans` cut into consecutive runs of at most `MAX_CELLS` column pairs with `rows` own columns
+    (a wider candidate alone in its run)."""
+    runs: list[list[tuple[str, int, int]]] = []
+    for span in spans:
+        if runs and (span[2] - runs[-1][0][1]) * rows <= MAX_CELLS:
+            runs[-1].append(span)
+        else:
+            runs.append([span])
+    return runs

@@ -7,31 +7,42 @@ scored, in Spark SQL, so that the work grows with the lake and not with its squa
   tables with the most evidence that is cheap to index: shared normalized headers, each weighted by
   how rare it is (a header carried by 2 tables weighs 1, one carried by `unionable_header_max_tables`
   tables almost nothing, one carried by more is not used — web tables headed `0`, `1`, `2` share
-  them by the hundred), plus value evidence from the joinable lists (for each of the table's
-  columns, its best containment with a column of the candidate). Ties go to the smaller table id.
+  them by the hundred); the band keys of its columns' value embeddings, weighted the same way and
+  divided by the number of bands (`spark_jobs.relate.union_features`: tables whose columns hold
+  similar values without sharing a header or a value find each other); plus value evidence from the
+  joinable lists (for each of the table's columns, its best containment with a column of the
+  candidate). Ties go to the smaller table id.
 * **Scoring in groups.** One Arrow group per listed table holds its columns and every candidate's
   columns with their value overlaps; the signals are matrix expressions over the whole group and
   the one-to-one matching runs once per candidate. No Python runs per column pair.
 
 State (all in the relate unit): gold `unionable`, the candidates each table was scored against
-(`unionable_candidates`) and the normalized headers they were chosen from (`unionable_headers`).
+(`unionable_candidates`), the normalized headers and band keys they were chosen from
+(`unionable_headers`), and every column's features (`unionable_features`).
 
-Incremental: a table's list depends only on its candidates, their columns and value overlaps, and
-the header weights of its headers. A batch recomputes the lists of the tables where one of those can
-have changed — the touched tables and the tables whose joinable lists changed (`t1`), the tables
-that had a `t1` table among their candidates, the tables with joinable evidence involving a `t1`
-table now, and the tables carrying a header of a touched table (before or after the batch) whose
-weight is not zero — and keeps the others. `unionable_changes` records the recomputed table ids for
+Incremental: a table's list depends only on its candidates, their columns' features and value
+overlaps, and the weights of its headers and band keys (a band key is a header here). A batch
+recomputes the lists of the tables where one of those can have changed — the touched tables and
+the tables whose joinable lists changed (`t1`), the tables that had a `t1` table among their
+candidates, the tables with joinable evidence involving a `t1` table now, and the tables carrying
+a header of a touched table (before or after the batch) whose weight is not zero — and keeps the
+others. `unionable_changes` records the recomputed table ids for
 the publisher. A full recompute lists every table the same way, so both give the same lists.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Window
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -40,11 +51,19 @@ from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
 from spark_jobs.lake.store import LakeStore
-from spark_jobs.profile.tokens import COLUMN_TOKENS, column_headers_frame
+from spark_jobs.profile.tokens import column_headers_frame
 from spark_jobs.relate.joinable import JOINABLE, JOINABLE_CHANGES
-from spark_jobs.relate.union_score import Candidate, Columns, rank_candidates
+from spark_jobs.relate.union_features import BAND_PREFIX, BANDS, UNIONABLE_FEATURES, feature_keys, update_features
+from spark_jobs.relate.union_score import (
+    SIGNALS,
+    Columns,
+    ColumnSignal,
+    rank_spans,
+    weighted,
+)
 
 if TYPE_CHECKING:
+    from pyspark import Broadcast
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
@@ -53,7 +72,6 @@ UNIONABLE = "unionable"
 UNIONABLE_CHANGES = "unionable_changes"
 UNIONABLE_CANDIDATES = "unionable_candidates"
 UNIONABLE_HEADERS = "unionable_headers"
-PROFILES = "column_profiles"  # silver (spark_jobs/profile/profiles.py); optional
 METHOD = "tus-bipartite"
 
 UNIONABLE_SCHEMA = pa.schema(
@@ -76,66 +94,28 @@ CANDIDATES_SCHEMA = pa.schema(
     [("table_id", pa.string()), ("candidate_table_id", pa.string()), ("evidence", pa.float64())]
 )
 HEADERS_SCHEMA = pa.schema([("table_id", pa.string()), ("h", pa.string())])
-_FEATURES = (
-    "column_id string, table_id string, header string, position int, "
-    "size long, numeric boolean, mean double, std double, type string"
-)
-
-
-# ---------------------------------------------------------------------- column features
-def column_features(spark: SparkSession, store: LakeStore, tokens: DataFrame) -> DataFrame:
-    """(column_id, table_id, header, position, size, numeric, mean, std, type) per indexed column."""
-
-    num = F.expr("try_cast(token AS double)")
-    finite = num.isNotNull() & ~F.isnan(num) & (F.abs(num) < F.lit(1e300))
-    t = tokens.withColumn("x", F.when(finite, num))
-    stats = t.groupBy("column_id", "table_id").agg(
-        F.count(F.lit(1)).cast("long").alias("size"),
-        (F.sum(F.when(F.col("x").isNotNull(), F.col("n")).otherwise(0)) / F.sum("n")).alias("numeric_share"),
-        (F.sum(F.col("x") * F.col("n")) / F.sum(F.when(F.col("x").isNotNull(), F.col("n")))).alias("mean"),
-        F.sum(F.col("x") * F.col("x") * F.col("n")).alias("sxx"),
-        F.sum(F.when(F.col("x").isNotNull(), F.col("n"))).alias("nx"),
-    )
-    var = F.greatest(F.col("sxx") / F.col("nx") - F.col("mean") * F.col("mean"), F.lit(0.0))
-    stats = stats.select(
-        "column_id",
-        "table_id",
-        "size",
-        (F.col("numeric_share") >= 0.9).alias("numeric"),
-        "mean",
-        F.sqrt(var).alias("std"),
-    )
-    headers = _column_headers(store).drop("table_id")
-    feats = stats.join(headers, "column_id")
-    derived = F.when(F.col("numeric"), F.lit("numeric")).otherwise(F.lit("text"))
-    if store.exists(PROFILES):
-        prof = store.read(PROFILES).select("column_id", F.col("inferred_type").alias("ptype"))
-        feats = feats.join(prof, "column_id", "left").withColumn("type", F.coalesce("ptype", derived)).drop("ptype")
-    else:
-        feats = feats.withColumn("type", derived)
-    return feats
-
-
-def _column_headers(store: LakeStore) -> DataFrame:
-    """(table_id, column_id, header, position) of every column of every table in bronze."""
-    datasets = store.read(DATASETS, columns=["table_id", "headers"])
-    return column_headers_frame(datasets).withColumnRenamed("col", "position")
-
-
-def table_headers(store: LakeStore) -> DataFrame:
-    """(table_id, h): each table's distinct normalized headers (letters and digits, lower case)."""
-    norm = F.lower(F.regexp_replace("header", "[^0-9A-Za-z]+", ""))
-    return _column_headers(store).select("table_id", norm.alias("h")).where(F.col("h") != "").distinct()
 
 
 # ---------------------------------------------------------------------- candidates
+def table_headers(store: LakeStore, features: DataFrame) -> DataFrame:
+    """(table_id, h): each table's distinct normalized headers (letters and digits, lower case) and
+    the band keys of its columns' embeddings (`union_features.feature_keys`)."""
+    norm = F.lower(F.regexp_replace("header", "[^0-9A-Za-z]+", ""))
+    named = column_headers_frame(store.read(DATASETS, columns=["table_id", "headers"]))
+    headers = named.select("table_id", norm.alias("h")).where(F.col("h") != "")
+    return headers.unionByName(feature_keys(features)).distinct()
+
+
 def header_weights(headers: DataFrame, max_tables: int) -> DataFrame:
     """(h, df, w): headers carried by 2 to `max_tables` tables, weighted by rarity, from 1 (two
-    tables) down towards 0 (`max_tables` tables). A weight depends on nothing but the header's own
-    table count, so a batch changes only the weights of the headers it adds or removes."""
+    tables) down towards 0 (`max_tables` tables); a band key weighs 1/BANDS of a header of the same
+    rarity (a column as near as another in every band weighs about one rare header). A weight
+    depends on nothing but the header's own table count, so a batch changes only the weights of the
+    headers it adds or removes."""
     top = float(max(max_tables, 2)) + 1.0
     df = headers.groupBy("h").agg(F.count(F.lit(1)).alias("df"))
-    weight = F.log(F.lit(top) / F.col("df")) / F.log(F.lit(top / 2.0))
+    rarity = F.log(F.lit(top) / F.col("df")) / F.log(F.lit(top / 2.0))
+    weight = F.when(F.col("h").startswith(BAND_PREFIX), rarity / BANDS).otherwise(rarity)
     return df.where((F.col("df") >= 2) & (F.col("df") <= max_tables)).select("h", "df", weight.alias("w"))
 
 
@@ -246,65 +226,171 @@ def affected_tables(
 
 
 # ---------------------------------------------------------------------- scoring
-def _group_columns(table: pa.Table, rows: np.ndarray) -> Columns:
-    """The columns at `rows` of a scoring group, in table order."""
-    positions = table.column("position").to_numpy(zero_copy_only=False)[rows]
-    return Columns.from_records(table.take(pa.array(rows[np.argsort(positions, kind="stable")])).to_pylist())
+@dataclass(frozen=True)
+class GroupFeatures:
+    """The features of every column a scoring pass involves, as one `Columns`, with the rows of each
+    column and each table (in column order). Shipped to the Python workers once per pass as a
+    broadcast Arrow stream and built there once per process (`_features_of`), so the scoring
+    groups carry only table ids and value overlaps, not every candidate's features again."""
+
+    columns: Columns
+    row: dict[str, int]
+    tables: dict[str, np.ndarray]
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table) -> GroupFeatures:
+        table = table.sort_by([("table_id", "ascending"), ("position", "ascending")])
+        columns = Columns.from_arrow(table)
+        owners = table.column("table_id").to_numpy(zero_copy_only=False)
+        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if len(owners) else np.zeros(0, int)
+        bounds = np.r_[starts, len(owners)]
+        tables = {owners[lo]: np.arange(lo, hi) for lo, hi in itertools.pairwise(bounds)}
+        return cls(columns, {c: i for i, c in enumerate(columns.column_id.tolist())}, tables)
 
 
-def score_group(table: pa.Table, k: int) -> pa.Table:
-    """applyInArrow body: one listed table's own columns (`candidate_table_id` = its own id) and
-    every candidate's columns, each candidate column with its overlaps with the table's columns;
-    returns the table's top-k rows."""
+_LOADED: dict[str, GroupFeatures] = {}
+
+
+def _features_of(token: str, shipped: Broadcast[bytes]) -> GroupFeatures:
+    """This pass's features, decoded once per Python worker process (`token` names the pass)."""
+    if token not in _LOADED:
+        _LOADED.clear()
+        _LOADED[token] = GroupFeatures.from_arrow(pa.ipc.open_stream(shipped.value).read_all())
+    return _LOADED[token]
+
+
+def score_group(
+    table: pa.Table, features: GroupFeatures, k: int, signals: Sequence[ColumnSignal] = SIGNALS
+) -> pa.Table:
+    """applyInArrow body: one listed table's candidates (rows with `candidate_table_id`) and the
+    value overlaps of its columns with theirs (rows with `column_id`, `candidate_column_id`,
+    `overlap`); returns the table's top-k rows."""
     table_id = table.column("table_id")[0].as_py()
-    owners = table.column("candidate_table_id").to_numpy(zero_copy_only=False)
-    own = _group_columns(table, np.flatnonzero(owners == table_id))
-    position = {c: i for i, c in enumerate(own.column_id)}
-    overlaps = table.column("overlaps").to_pylist()
-    column_ids = table.column("column_id").to_pylist()
-    candidates = []
-    for other in sorted(set(owners.tolist()) - {table_id}):
-        rows = np.flatnonzero(owners == other)
-        cols = _group_columns(table, rows)
-        index = {c: j for j, c in enumerate(cols.column_id)}
-        overlap = np.zeros((len(own), len(cols)))
-        for r in rows.tolist():
-            for hit in overlaps[r] or ():
-                if hit["column_id"] in position:
-                    overlap[position[hit["column_id"]], index[column_ids[r]]] = hit["overlap"]
-        candidates.append(Candidate(other, cols, overlap))
-    ranked = rank_candidates(table_id, own, candidates, k)
+    mine = features.tables.get(table_id)
+    others = sorted(set(table.column("candidate_table_id").drop_null().to_pylist()) - {table_id})
+    others = [o for o in others if o in features.tables]
+    if mine is None or not others:
+        return _RANKED.empty_table()
+    rows = [features.tables[o] for o in others]
+    theirs = np.concatenate(rows)
+    at = np.full(len(features.row), -1)
+    at[theirs] = np.arange(len(theirs))
+    own_at = np.full(len(features.row), -1)
+    own_at[mine] = np.arange(len(mine))
+    overlap = np.zeros((len(mine), len(theirs)))
+    hits = table.filter(pc.is_valid(table.column("column_id")))
+    if len(hits):
+        a = _rows_at(own_at, features, hits.column("column_id").to_pylist())
+        b = _rows_at(at, features, hits.column("candidate_column_id").to_pylist())
+        ok = (a >= 0) & (b >= 0)
+        overlap[a[ok], b[ok]] = hits.column("overlap").to_numpy()[ok]
+    spans = []
+    start = 0
+    for other, r in zip(others, rows, strict=True):
+        spans.append((other, start, start + len(r)))
+        start += len(r)
+    columns = features.columns
+    ranked = rank_spans(table_id, columns.take(mine), columns.take(theirs), spans, overlap, k, signals)
     return pa.Table.from_pylist(ranked, schema=_RANKED)
 
 
+def _rows_at(position: np.ndarray, features: GroupFeatures, column_ids: list[str]) -> np.ndarray:
+    """Where each column sits in this group's matrix (`position` by feature row), -1 for a column
+    the group does not hold."""
+    rows = np.array([features.row.get(c, -1) for c in column_ids], dtype=np.int64)
+    return np.where(rows >= 0, position[rows], -1)
+
+
 def unionable_rows(
-    features: DataFrame, candidates: DataFrame, joinable: DataFrame | None, *, k: int, index_version: int
+    features: DataFrame,
+    candidates: DataFrame,
+    joinable: DataFrame | None,
+    *,
+    held: ExitStack,
+    k: int,
+    index_version: int,
+    signals: Sequence[ColumnSignal] = SIGNALS,
 ) -> DataFrame:
-    """Gold rows (UNIONABLE_SCHEMA) of the tables in `candidates` (table_id, candidate_table_id)."""
-    listed = candidates.select("table_id").distinct()
-    members = candidates.select("table_id", "candidate_table_id").unionByName(
-        listed.select("table_id", F.col("table_id").alias("candidate_table_id"))
+    """Gold rows (UNIONABLE_SCHEMA) of the tables in `candidates` (table_id, candidate_table_id);
+    `features` holds the columns of those tables and their candidates. The features' broadcast lives
+    until `held` closes: write the rows before."""
+    spark = candidates.sparkSession
+    sink = pa.BufferOutputStream()
+    shipped_table = features.toArrow()
+    with pa.ipc.new_stream(sink, shipped_table.schema) as writer:
+        writer.write_table(shipped_table)
+    shipped = spark.sparkContext.broadcast(sink.getvalue().to_pybytes())
+    held.callback(shipped.destroy)  # read by this pass's groups only
+    token = uuid.uuid4().hex
+    pairs = candidates.select(
+        "table_id",
+        "candidate_table_id",
+        F.lit(None).cast("string").alias("column_id"),
+        F.lit(None).cast("string").alias("candidate_column_id"),
+        F.lit(None).cast("double").alias("overlap"),
     )
-    cols = members.join(features.withColumnRenamed("table_id", "candidate_table_id"), "candidate_table_id")
     if joinable is not None:
+        listed = candidates.select("table_id").distinct()
         best = (
             joinable_both_ways(joinable)
+            .join(listed, "table_id", "left_semi")
             .groupBy("table_id", "column_id", "candidate_column_id")
             .agg(F.max("overlap").cast("double").alias("overlap"))
         )
-        hits = best.groupBy("table_id", F.col("candidate_column_id").alias("column_id")).agg(
-            F.collect_list(F.struct("column_id", "overlap")).alias("overlaps")
-        )
-        cols = cols.join(hits, ["table_id", "column_id"], "left")
-    else:
-        cols = cols.withColumn("overlaps", F.lit(None).cast("array<struct<column_id:string,overlap:double>>"))
-    ranked = cols.groupBy("table_id").applyInArrow(lambda t: score_group(t, k), schema=from_arrow_schema(_RANKED))
+        pairs = pairs.unionByName(best.select(F.lit(None).cast("string").alias("candidate_table_id"), *best.columns))
+
+    def score(group: pa.Table) -> pa.Table:
+        return score_group(group, _features_of(token, shipped), k, signals)
+
+    ranked = pairs.groupBy("table_id").applyInArrow(score, schema=from_arrow_schema(_RANKED))
     return ranked.select(
         *_RANKED.names,
         F.lit(False).alias("exact"),
         F.lit(METHOD).alias("method"),
         F.lit(index_version).cast("long").alias("index_version"),
     )
+
+
+def scored_lists(
+    features: DataFrame,
+    chosen: DataFrame,
+    joinable: DataFrame | None,
+    *,
+    held: ExitStack,
+    k: int,
+    index_version: int,
+    signals: Sequence[ColumnSignal] = SIGNALS,
+) -> DataFrame:
+    """Gold rows for the tables in `chosen` (table_id, candidate_table_id), with the features of
+    only the tables involved: the listed ones and their candidates."""
+    involved = (
+        chosen.select("table_id").unionByName(chosen.select(F.col("candidate_table_id").alias("table_id"))).distinct()
+    )
+    mine = features.join(F.broadcast(involved), "table_id", "left_semi")
+    return unionable_rows(mine, chosen, joinable, held=held, k=k, index_version=index_version, signals=signals)
+
+
+def rank_all(
+    spark: SparkSession, store: LakeStore, settings: Settings, *, weights: Mapping[str, float] | None = None
+) -> pa.Table:
+    """Every table's top-k unionable list, computed from `store` as it stands and written nowhere,
+    with some signals' weights replaced (`union_score.weighted`): how the union benchmark measures
+    each signal alone on a lake the pipeline has indexed. Columns as gold `unionable` without
+    exact, method and index_version."""
+    index = settings.index
+    signals = weighted(weights)
+    if not store.exists(DATASETS) or not store.exists(UNIONABLE_FEATURES):
+        return _RANKED.empty_table()
+    features = store.read(UNIONABLE_FEATURES)
+    headers = table_headers(store, features)
+    joinable = store.read(JOINABLE) if store.exists(JOINABLE) else None
+    weights_h = header_weights(headers, index.unionable_header_max_tables)
+    chosen = choose_candidates(headers, weights_h, joinable, None, index.unionable_candidates)
+    with ExitStack() as held:
+        rows = scored_lists(
+            features, chosen, joinable, held=held, k=index.unionable_k, index_version=0, signals=signals
+        )
+        return rows.select(*_RANKED.names).toArrow().cast(_RANKED)
 
 
 # ---------------------------------------------------------------------- the stage
@@ -326,7 +412,8 @@ def update(
     batch's publish (a full re-relate replaces every list in the catalog instead). Part of the
     relate unit: `spark_jobs.relate.stage` begins and commits it."""
     index = settings.index
-    headers = _empty(spark, HEADERS_SCHEMA) if not store.exists(DATASETS) else table_headers(store).cache()
+    features = update_features(spark, store, settings, batch, full=full)
+    headers = _empty(spark, HEADERS_SCHEMA) if not store.exists(DATASETS) else table_headers(store, features).cache()
     joinable = store.read(JOINABLE) if store.exists(JOINABLE) else None
     incremental = not full and all(store.exists(n) for n in (UNIONABLE, UNIONABLE_CANDIDATES, UNIONABLE_HEADERS))
     old_candidates = store.read(UNIONABLE_CANDIDATES) if incremental else None
@@ -359,24 +446,14 @@ def update(
 
     weights = header_weights(headers, index.unionable_header_max_tables)
     chosen = choose_candidates(headers, weights, joinable, scope, index.unionable_candidates).cache()
-    involved = (
-        chosen.select("table_id").unionByName(chosen.select(F.col("candidate_table_id").alias("table_id"))).distinct()
-    )
-    tokens = (
-        store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token", "n"]).join(
-            F.broadcast(involved), "table_id", "left_semi"
-        )
-        if store.exists(COLUMN_TOKENS)
-        else _empty(spark, "table_id string, column_id string, token string, n long")
-    )
-    features = column_features(spark, store, tokens) if store.exists(DATASETS) else _empty(spark, _FEATURES)
-    fresh = unionable_rows(features, chosen, joinable, k=index.unionable_k, index_version=batch.batch_id)
     candidates_out = chosen
-    if old_candidates is not None and scope is not None:
-        kept = store.read(UNIONABLE).join(scope, "table_id", "left_anti")
-        fresh = kept.select(*UNIONABLE_SCHEMA.names).unionByName(fresh.select(*UNIONABLE_SCHEMA.names))
-        candidates_out = old_candidates.join(scope, "table_id", "left_anti").unionByName(chosen)
-    result = store.overwrite(UNIONABLE, fresh.select(*UNIONABLE_SCHEMA.names))
+    with ExitStack() as held:
+        fresh = scored_lists(features, chosen, joinable, held=held, k=index.unionable_k, index_version=batch.batch_id)
+        if old_candidates is not None and scope is not None:
+            kept = store.read(UNIONABLE).join(scope, "table_id", "left_anti")
+            fresh = kept.select(*UNIONABLE_SCHEMA.names).unionByName(fresh.select(*UNIONABLE_SCHEMA.names))
+            candidates_out = old_candidates.join(scope, "table_id", "left_anti").unionByName(chosen)
+        result = store.overwrite(UNIONABLE, fresh.select(*UNIONABLE_SCHEMA.names))
     store.overwrite(UNIONABLE_CANDIDATES, candidates_out.select(*CANDIDATES_SCHEMA.names))
     store.overwrite(UNIONABLE_HEADERS, headers.select(*HEADERS_SCHEMA.names))
     for df in (headers, chosen, recorded):

@@ -1,7 +1,7 @@
 """Union candidates bounded per table: with a tight bound and rare-header weights that every batch
 shifts, the incremental lists equal a full recompute after each batch; with a bound above the lake's
-size, every list equals plain-Python scoring of the table against every table it shares a header or
-a value with."""
+size, every list equals plain-Python scoring of the table against every table it shares a header,
+an embedding band or a value with."""
 
 from __future__ import annotations
 
@@ -9,19 +9,16 @@ import dataclasses
 import random
 import shutil
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pytest
 
-from catalog.core.identity import column_headers, normalize_token
 from catalog.core.settings import IndexSettings, Settings
 from spark_jobs.crawl.land import ParsedTable
 from spark_jobs.lake.store import LakeStore
-from spark_jobs.relate import union_score
 from spark_jobs.relate.stage import relate_all
 from spark_jobs.relate.unionable import UNIONABLE, UNIONABLE_CANDIDATES
-from tests.relations.lakes import column_sets, index_batch
+from tests.relations.lakes import index_batch
+from tests.relations.union_oracle import oracle_lists
 
 HEADERS = ["id", "name", "city", "amount", "year", "kind", "0", "1", "2", "Total Amount", "town"]
 
@@ -85,93 +82,21 @@ def test_incremental_lists_equal_a_full_recompute_under_a_tight_bound(spark, set
     assert gold(settings), "the lake has unionable tables"
 
 
-def _features(table: ParsedTable) -> list[dict[str, Any]]:
-    """The columns' union features computed from the raw values (the oracle's own arithmetic)."""
-    out = []
-    for position, (header, values) in enumerate(zip(column_headers(list(table.headers)), table.columns, strict=True)):
-        counts: dict[str, int] = {}
-        for v in values:
-            token = normalize_token(v)
-            if token is not None:
-                counts[token] = counts.get(token, 0) + 1
-        if not counts:
-            continue
-        numbers = {t: float(t) for t in counts if _is_number(t)}
-        n_all = sum(counts.values())
-        n_num = sum(counts[t] for t in numbers)
-        mean = sum(x * counts[t] for t, x in numbers.items()) / n_num if n_num else None
-        var = (
-            max(sum(x * x * counts[t] for t, x in numbers.items()) / n_num - mean * mean, 0.0)
-            if n_num and mean is not None
-            else None
-        )
-        numeric = n_num / n_all >= 0.9
-        out.append(
-            {
-                "column_id": f"{table.table_id}#{header}",
-                "header": header,
-                "position": position + 1,
-                "size": len(counts),
-                "numeric": numeric,
-                "mean": mean,
-                "std": None if var is None else var**0.5,
-                "type": "numeric" if numeric else "text",
-            }
-        )
-    return out
-
-
-def _is_number(token: str) -> bool:
-    try:
-        x = float(token)
-    except ValueError:
-        return False
-    return x == x and abs(x) < 1e300
-
-
-def _norm(header: str) -> str:
-    return "".join(c for c in header if c.isascii() and c.isalnum()).lower()
-
-
 def test_with_room_for_every_candidate_lists_equal_plain_python_scoring(spark, settings) -> None:  # type: ignore[no-untyped-def]
     index = IndexSettings(cells_buckets=4, joinable_k=1000, unionable_candidates=1000, unionable_header_max_tables=1000)
     settings = dataclasses.replace(settings, index=index)
     rng = random.Random(11)
     tables = [skewed_table(rng, f"t{i:02d}") for i in range(14)]
     index_batch(spark, settings, tables, unionable=True)
-    sets = column_sets(tables)
-    features = {t.table_id: _features(t) for t in tables}
-    headers = {t.table_id: {_norm(h) for h in t.headers} - {""} for t in tables}
-    expected = []
-    for t in tables:
-        own = union_score.Columns.from_records(features[t.table_id])
-        candidates = []
-        for other in tables:
-            if other.table_id == t.table_id or not features[other.table_id]:
-                continue
-            overlap = np.array(
-                [
-                    [len(sets[a["column_id"]] & sets[b["column_id"]]) for b in features[other.table_id]]
-                    for a in features[t.table_id]
-                ],
-                dtype=float,
-            ).reshape(len(features[t.table_id]), len(features[other.table_id]))
-            if not (headers[t.table_id] & headers[other.table_id]) and not overlap.any():
-                continue  # no evidence: not a candidate
-            candidates.append(
-                union_score.Candidate(
-                    other.table_id, union_score.Columns.from_records(features[other.table_id]), overlap
-                )
+    expected = [
+        tuple(
+            sorted(
+                (k, round(v, 9) if isinstance(v, float) else v)
+                for k, v in {**row, "exact": False, "method": "tus-bipartite"}.items()
             )
-        for row in union_score.rank_candidates(t.table_id, own, candidates, settings.index.unionable_k):
-            expected.append(
-                tuple(
-                    sorted(
-                        (k, round(v, 9) if isinstance(v, float) else v)
-                        for k, v in {**row, "exact": False, "method": "tus-bipartite"}.items()
-                    )
-                )
-            )
+        )
+        for row in oracle_lists(tables, settings.index.unionable_k, evidence_only=True)
+    ]
     got = gold(settings)
     missing, extra = sorted(set(expected) - set(got)), sorted(set(got) - set(expected))
     brief = [

@@ -3,9 +3,11 @@ reordered) rank first, above a decoy with the same headers but different values.
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
+import pytest
 
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.relate import union_score
@@ -77,3 +79,40 @@ def test_column_pair_signals_are_bounded_and_open_to_new_signals():
     zero = union_score.ColumnSignal("always_zero", 10.0, lambda a, b, _o: np.zeros((len(a), len(b))))
     lower, parts2 = union_score.column_pair_score(a, b, 5.0, [*union_score.SIGNALS, zero])
     assert parts2["always_zero"] == 0.0 and lower < score
+
+
+def _random_columns(rng: np.random.Generator, table: str, n: int) -> union_score.Columns:
+    headers = ["city", "town", "amount", "total amount", "year", "kind", "category", "id"]
+    records = []
+    for i in range(n):
+        numeric = bool(rng.random() < 0.5)
+        vector = rng.normal(size=union_score.DIMENSION)
+        records.append(
+            {
+                "column_id": f"{table}#{i}",
+                "header": f"{headers[int(rng.integers(len(headers)))]} {i % 3}",
+                "type": "decimal" if numeric else "text",
+                "size": int(rng.integers(1, 50)),
+                "numeric": numeric,
+                "mean": float(rng.normal(100, 20)) if numeric else None,
+                "std": float(rng.uniform(1, 20)) if numeric else None,
+                "shapes": [{"shape": "9.9" if numeric else "a", "share": float(rng.uniform(0.3, 1))}],
+                "embedding": (vector / np.linalg.norm(vector)).tolist(),
+            }
+        )
+    return union_score.Columns.from_records(records)
+
+
+def test_wide_tables_rank_alike_when_scored_in_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(4)
+    own = _random_columns(rng, "t", 9)
+    widths = [int(w) for w in rng.integers(1, 8, size=12)]
+    everyone = union_score.Columns.concat([_random_columns(rng, f"c{i:02d}", w) for i, w in enumerate(widths)])
+    bounds = np.r_[0, np.cumsum(widths)]
+    spans = [(f"c{i:02d}", int(lo), int(hi)) for i, (lo, hi) in enumerate(itertools.pairwise(bounds))]
+    overlap = rng.integers(0, 5, size=(len(own), len(everyone))).astype(float)
+    whole = union_score.rank_spans("t", own, everyone, spans, overlap, 5)
+    monkeypatch.setattr(union_score, "MAX_CELLS", 10)  # one candidate per run, one own column per block
+    blocks = union_score.rank_spans("t", own, everyone, spans, overlap, 5)
+    assert len(whole) == 5
+    assert blocks == whole

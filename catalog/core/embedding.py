@@ -1,0 +1,121 @@
+"""Value embeddings: one `Embedder` interface for every part of Juncture that compares values by
+meaning rather than by equality (union search's embedding signal today, PEXESO's similarity joins
+next), so that a value embedded when a lake is indexed and a value embedded at query time are
+always embedded the same way.
+
+An embedder has a `name`, a `version` (bumped whenever the same value would get a different vector)
+and a `dimension`; whatever stores vectors stores those three with them and refuses to compare
+vectors that differ in any. The default, `CharNgramEmbedder`, needs no model: each value's
+character trigrams (of its UTF-8 bytes, between begin and end markers) are hashed into `dimension`
+signed buckets (the hashing trick). Two values that share most of their trigrams — `new york` and
+`new york city`, `colour` and `color`, `2013-01-05` and `2013-02-17` — point in similar directions;
+values with nothing in common are near-orthogonal. It knows nothing of synonyms; a model-based
+embedder can sit behind the same interface where one is installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from scipy import sparse
+
+_BEGIN, _END = "\x02", "\x03"
+_CHUNK = 1 << 16  # values embedded per numpy pass: bounds the (values × dimension) block in memory
+_MIX = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))  # splitmix64's finalizer
+
+
+class Embedder(Protocol):
+    """Maps values to unit vectors of `dimension` floats; similar values get a high dot product."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, values: Sequence[str] | pa.Array) -> np.ndarray:
+        """(len(values), dimension) float32, each row of unit length (all zeros for a value with
+        nothing to embed: empty or null)."""
+        ...
+
+
+@dataclass(frozen=True)
+class CharNgramEmbedder:
+    """Hashed character trigrams: model-free, deterministic on every platform (the hash is
+    splitmix64's finalizer over the trigram's three bytes and `seed`, in numpy's wrapping uint64
+    arithmetic). Values longer than `max_bytes` are embedded from their first `max_bytes` bytes."""
+
+    dimension: int = 64
+    seed: int = 0
+    max_bytes: int = 64
+    name: str = "char-trigram"
+    version: int = 1
+
+    def __post_init__(self) -> None:
+        if not 8 <= self.dimension <= 4096:
+            raise ValueError(f"dimension must be in [8, 4096], got {self.dimension}")
+        if not 3 <= self.max_bytes <= 1 << 16:
+            raise ValueError(f"max_bytes must be in [3, 65536], got {self.max_bytes}")
+
+    def embed(self, values: Sequence[str] | pa.Array) -> np.ndarray:
+        array = values if isinstance(values, pa.Array) else pa.array(values, pa.string())
+        parts = [self._embed_chunk(array.slice(i, _CHUNK)) for i in range(0, len(array), _CHUNK)]
+        return np.concatenate(parts) if parts else np.zeros((0, self.dimension), np.float32)
+
+    def _embed_chunk(self, values: pa.Array) -> np.ndarray:
+        n = len(values)
+        marked = pc.binary_join_element_wise(_BEGIN, pc.cast(values, pa.string()), _END, "").fill_null("")
+        marked = marked.combine_chunks() if isinstance(marked, pa.ChunkedArray) else marked
+        offsets = np.frombuffer(marked.buffers()[1], np.int32, n + 1, marked.offset * 4).astype(np.int64)
+        data = np.frombuffer(marked.buffers()[2], np.uint8) if marked.buffers()[2] else np.zeros(0, np.uint8)
+        lengths = np.minimum(np.diff(offsets), self.max_bytes)
+        lengths[np.diff(offsets) <= 2] = 0  # markers only: an empty value has no trigram
+        grams = np.maximum(lengths - 2, 0)
+        owner = np.repeat(np.arange(n), grams)
+        first = np.repeat(np.cumsum(grams) - grams, grams)
+        at = np.repeat(offsets[:-1], grams) + (np.arange(len(owner)) - first)
+        b = data.astype(np.uint64)
+        key = b[at] | (b[at + 1] << np.uint64(8)) | (b[at + 2] << np.uint64(16))
+        h = _mix(key ^ np.uint64(self.seed & 0xFFFFFFFF) << np.uint64(24))
+        bucket = (h >> np.uint64(33)).astype(np.int64) % self.dimension
+        sign = np.where(h & np.uint64(1), 1.0, -1.0)
+        counts = np.bincount(owner * self.dimension + bucket, weights=sign, minlength=n * self.dimension)
+        return unit_rows(counts.reshape(n, self.dimension))
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    x = x ^ (x >> np.uint64(30))
+    x = x * _MIX[0]
+    x = x ^ (x >> np.uint64(27))
+    x = x * _MIX[1]
+    return x ^ (x >> np.uint64(31))
+
+
+def unit_rows(m: np.ndarray) -> np.ndarray:
+    """`m` (float32) with every non-zero row scaled to unit length."""
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return np.divide(m, norms, out=np.zeros_like(m, dtype=np.float64), where=norms > 0).astype(np.float32)
+
+
+def set_vectors(embedder: Embedder, values: pa.Array, owners: np.ndarray, n_sets: int) -> np.ndarray:
+    """(n_sets, dimension): for each set (values with the same owner index), the unit-length mean
+    of its values' vectors; all zeros for a set with nothing to embed. A column's set of values
+    becomes one vector this way, each distinct value counting once."""
+    vectors = embedder.embed(values)
+    if not len(vectors):
+        return np.zeros((n_sets, embedder.dimension), np.float32)
+    members = sparse.csr_matrix(
+        (np.ones(len(owners), np.float32), (owners, np.arange(len(owners)))), shape=(n_sets, len(owners))
+    )
+    return unit_rows(np.asarray(members @ vectors))
+
+
+DEFAULT_EMBEDDER: Embedder = CharNgramEmbedder()

@@ -1,0 +1,210 @@
+"""Gold `unionable_features`: what union search knows about each column, kept up to date per batch.
+
+One row per indexed column: its header and position, distinct-value count, numeric statistics (share
+of numbers, mean, standard deviation), inferred type (from the profiles), its main value *shapes*
+(`union_score.value_shape`: `2013-01-05` -> `9-9-9`) with their shares, the embedding of a sample of
+its values (`catalog.core.embedding.DEFAULT_EMBEDDER`), and the embedding's *band keys*.
+
+A column's features depend on nothing but its own tokens, header and profile, so a batch computes
+them for the tables it adds and drops those it touches; every other row stays. Scoring reads them
+from here instead of re-reading the candidates' tokens.
+
+Band keys index the embeddings for candidate generation (`spark_jobs.relate.unionable`): the
+embedding is projected on `BANDS` × `BAND_BITS` fixed random hyperplanes, and each band's sign bits
+form a key `~<band>:<bits>`. Two columns whose embeddings have cosine c share a given band's key
+with probability (1 - arccos(c)/π)^BAND_BITS (random-hyperplane LSH): for c = 0.95 they share at
+least one of the 10 keys with probability 0.98, for c = 0.8 0.65, for unrelated columns (c near 0)
+about 1%. Keys are candidate evidence like rare headers; numeric columns get none (digits look
+alike to a character embedder whatever they measure).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from catalog.core.embedding import DEFAULT_EMBEDDER, set_vectors
+from catalog.core.identity import table_bucket
+from catalog.core.settings import Settings
+from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.bronze import DATASETS
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.profile.tokens import COLUMN_TOKENS, column_headers_frame
+from spark_jobs.relate.union_score import SHAPE_DIGITS, SHAPE_LENGTH, SHAPE_WORDS
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+UNIONABLE_FEATURES = "unionable_features"
+PROFILES = "column_profiles"  # silver (spark_jobs/profile/profiles.py); optional
+SHAPES_KEPT = 8
+EMBEDDING_SAMPLE = 128
+BANDS, BAND_BITS = 10, 10
+BAND_PREFIX = "~"  # normalized headers are letters and digits only, so a band key never equals one
+_HYPERPLANES = np.random.default_rng(20261125).standard_normal((DEFAULT_EMBEDDER.dimension, BANDS * BAND_BITS))
+
+FEATURES_SCHEMA = pa.schema(
+    [
+        ("column_id", pa.string()),
+        ("table_id", pa.string()),
+        ("header", pa.string()),
+        ("position", pa.int32()),
+        ("size", pa.int64()),
+        ("numeric", pa.bool_()),
+        ("mean", pa.float64()),
+        ("std", pa.float64()),
+        ("type", pa.string()),
+        ("shapes", pa.list_(pa.struct([("shape", pa.string()), ("share", pa.float64())]))),
+        ("embedding", pa.list_(pa.float32())),
+        ("bands", pa.list_(pa.string())),
+    ]
+)
+_SAMPLED = pa.schema(
+    [
+        ("column_id", pa.string()),
+        FEATURES_SCHEMA.field("shapes"),
+        FEATURES_SCHEMA.field("embedding"),
+        FEATURES_SCHEMA.field("bands"),
+    ]
+)
+
+
+# ---------------------------------------------------------------------- the features
+def column_features(store: LakeStore, tokens: DataFrame) -> DataFrame:
+    """FEATURES_SCHEMA rows of the columns in `tokens` (table_id, column_id, token, n)."""
+    num = F.expr("try_cast(token AS double)")
+    finite = num.isNotNull() & ~F.isnan(num) & (F.abs(num) < F.lit(1e300))
+    t = tokens.withColumn("x", F.when(finite, num))
+    stats = t.groupBy("column_id", "table_id").agg(
+        F.count(F.lit(1)).cast("long").alias("size"),
+        (F.sum(F.when(F.col("x").isNotNull(), F.col("n")).otherwise(0)) / F.sum("n")).alias("numeric_share"),
+        (F.sum(F.col("x") * F.col("n")) / F.sum(F.when(F.col("x").isNotNull(), F.col("n")))).alias("mean"),
+        F.sum(F.col("x") * F.col("x") * F.col("n")).alias("sxx"),
+        F.sum(F.when(F.col("x").isNotNull(), F.col("n"))).alias("nx"),
+    )
+    var = F.greatest(F.col("sxx") / F.col("nx") - F.col("mean") * F.col("mean"), F.lit(0.0))
+    stats = stats.select(
+        "column_id",
+        "table_id",
+        "size",
+        (F.col("numeric_share") >= 0.9).alias("numeric"),
+        "mean",
+        F.sqrt(var).alias("std"),
+    )
+    headers = column_headers_frame(store.read(DATASETS, columns=["table_id", "headers"]))
+    feats = (
+        stats.join(headers.select("column_id", "header", F.col("col").alias("position")), "column_id")
+        .join(value_sample_features(tokens), "column_id", "left")
+        .withColumn("bands", F.when(F.col("numeric"), F.array().cast("array<string>")).otherwise(F.col("bands")))
+    )
+    derived = F.when(F.col("numeric"), F.lit("numeric")).otherwise(F.lit("text"))
+    if store.exists(PROFILES):
+        prof = store.read(PROFILES).select("column_id", F.col("inferred_type").alias("ptype"))
+        feats = feats.join(prof, "column_id", "left").withColumn("type", F.coalesce("ptype", derived)).drop("ptype")
+    else:
+        feats = feats.withColumn("type", derived)
+    schema = from_arrow_schema(FEATURES_SCHEMA)
+    return feats.select(*(F.col(f.name).cast(f.dataType) for f in schema.fields))
+
+
+def value_sample_features(tokens: DataFrame) -> DataFrame:
+    """(column_id, shapes, embedding, bands) from a sample of each column's distinct values: all of
+    them up to `EMBEDDING_SAMPLE`, else those whose hash falls under a threshold that keeps about
+    `EMBEDDING_SAMPLE` (the same values are kept in every column that holds them, so equal columns
+    get equal features). The shapes are the sample's `SHAPES_KEPT` most common value shapes
+    (`union_score.value_shape`) with the share of the sampled values that have each; the embedding
+    is the unit mean of the sampled values' embeddings, with its band keys. Computed in Arrow
+    batches of many columns: one pyarrow/numpy pass per batch."""
+    sizes = F.broadcast(tokens.groupBy("column_id").agg(F.count(F.lit(1)).alias("size")))
+    keep = (F.col("size") <= EMBEDDING_SAMPLE) | (
+        F.pmod(F.xxhash64("token"), F.lit(1 << 20)) < F.lit(float(EMBEDDING_SAMPLE << 20)) / F.col("size")
+    )
+    sample = tokens.select("column_id", "token").join(sizes, "column_id").where(keep)
+    grouped = sample.groupBy("column_id").agg(F.array_sort(F.collect_list("token")).alias("values"))
+    return grouped.mapInArrow(_sample_batches, schema=from_arrow_schema(_SAMPLED))
+
+
+def _sample_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: each row's sampled values -> its shapes, embedding and band keys."""
+    dimension = DEFAULT_EMBEDDER.dimension
+    for batch in batches:
+        lists = batch.column("values")
+        offsets = lists.offsets.to_numpy()
+        owners = np.repeat(np.arange(len(batch)), np.diff(offsets))
+        values = lists.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+        vectors = set_vectors(DEFAULT_EMBEDDER, values, owners, len(batch))
+        step = pa.array(np.arange(len(batch) + 1, dtype=np.int32) * dimension)
+        embedding = pa.ListArray.from_arrays(step, pa.array(vectors.reshape(-1), pa.float32()))
+        shapes = shape_shares(values, owners, np.diff(offsets))
+        yield pa.RecordBatch.from_arrays(
+            [batch.column("column_id"), shapes, embedding, band_keys(vectors)], schema=_SAMPLED
+        )
+
+
+def shape_shares(values: pa.Array, owners: np.ndarray, counts: np.ndarray) -> pa.ListArray:
+    """For each owner (0..len(counts)-1, `counts[i]` values each), its `SHAPES_KEPT` most common
+    value shapes (count desc, then shape) with their shares of its values."""
+    digits = pc.replace_substring_regex(values, SHAPE_DIGITS, "9")
+    shape = pc.utf8_slice_codeunits(pc.replace_substring_regex(digits, SHAPE_WORDS, "a"), 0, SHAPE_LENGTH)
+    counted = pa.table({"owner": owners, "shape": shape}).group_by(["owner", "shape"]).aggregate([([], "count_all")])
+    ranked = counted.sort_by([("owner", "ascending"), ("count_all", "descending"), ("shape", "ascending")])
+    owner = ranked.column("owner").to_numpy()
+    first = np.searchsorted(owner, owner, side="left")
+    kept = ranked.filter(pa.array(np.arange(len(owner)) - first < SHAPES_KEPT))
+    kept_owner = kept.column("owner").to_numpy()
+    share = kept.column("count_all").to_numpy() / counts[kept_owner]
+    items = pa.StructArray.from_arrays(
+        [kept.column("shape").combine_chunks(), pa.array(share, pa.float64())], names=["shape", "share"]
+    )
+    bounds = np.searchsorted(kept_owner, np.arange(len(counts) + 1)).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(bounds), items)
+
+
+def band_keys(vectors: np.ndarray) -> pa.ListArray:
+    """Each vector's `BANDS` keys (none for a zero vector)."""
+    bits = (vectors.astype(np.float64) @ _HYPERPLANES) > 0
+    codes = bits.reshape(len(vectors), BANDS, BAND_BITS) @ (1 << np.arange(BAND_BITS))
+    has = np.any(vectors, axis=1)
+    keys = [
+        [f"{BAND_PREFIX}{band}:{code:x}" for band, code in enumerate(row.tolist())] if ok else []
+        for row, ok in zip(codes, has.tolist(), strict=True)
+    ]
+    return pa.array(keys, pa.list_(pa.string()))
+
+
+# ---------------------------------------------------------------------- the table
+def update_features(
+    spark: SparkSession, store: LakeStore, settings: Settings, batch: ChangeBatch, *, full: bool
+) -> DataFrame:
+    """Bring gold `unionable_features` to `batch` (every column again when `full` or the table is new,
+    else the batch's tables only) and return it. Part of the relate unit."""
+    if not store.exists(COLUMN_TOKENS) or not store.exists(DATASETS):
+        return spark.createDataFrame([], from_arrow_schema(FEATURES_SCHEMA))
+    columns = ["table_id", "column_id", "token", "n"]
+    if full or not store.exists(UNIONABLE_FEATURES):
+        store.overwrite(UNIONABLE_FEATURES, column_features(store, store.read(COLUMN_TOKENS, columns=columns)))
+    elif batch.touched:
+        buckets = sorted({table_bucket(t, settings.index.cells_buckets) for t in batch.touched})
+        where: dict[str, list[Any]] = {"bucket": buckets, "table_id": list(batch.added)}
+        tokens = store.read(COLUMN_TOKENS, columns=columns, where=where) if batch.added else None
+        fresh = (
+            column_features(store, tokens)
+            if tokens is not None
+            else spark.createDataFrame([], from_arrow_schema(FEATURES_SCHEMA))
+        )
+        store.overwrite_where(UNIONABLE_FEATURES, fresh, column="table_id", values=list(batch.touched))
+    return store.read(UNIONABLE_FEATURES)
+
+
+def feature_keys(features: DataFrame) -> DataFrame:
+    """(table_id, h): each table's distinct band keys, as candidate evidence next to its headers."""
+    return features.select("table_id", F.explode("bands").alias("h")).distinct()

@@ -195,11 +195,10 @@ def update_features(
     elif batch.touched:
         buckets = sorted({table_bucket(t, settings.index.cells_buckets) for t in batch.touched})
         where: dict[str, list[Any]] = {"bucket": buckets, "table_id": list(batch.added)}
-        tokens = store.read(COLUMN_TOKENS, columns=columns, where=where) if batch.added else None
         fresh = (
-            column_features(store, tokens)
-            if tokens is not None
-            else spark.createDataFrame([], from_arrow_schema(FEATURES_SCHEMA))
+            column_features(store, store.read(COLUMN_TOKENS, columns=columns, where=where))
+            if batch.added
+            else FEATURES_SCHEMA.empty_table()
         )
         store.overwrite_where(UNIONABLE_FEATURES, fresh, column="table_id", values=list(batch.touched))
     return store.read(UNIONABLE_FEATURES)

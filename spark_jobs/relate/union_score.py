@@ -108,14 +108,14 @@ class Columns:
         )
 
     @classmethod
-    def from_records(cls, records: Sequence[Mapping[str, Any]], dimension: int = DIMENSION) -> Columns:
+    def from_records(cls, records: Sequence[Mapping[str, Any]]) -> Columns:
         """From feature records as the unionable stage builds them (`shapes`: a list of
         {shape, share}; `embedding`: a list of floats or None)."""
 
         def floats(key: str) -> np.ndarray:
             return np.array([np.nan if r.get(key) is None else float(r[key]) for r in records], dtype=float)
 
-        embedding = np.zeros((len(records), dimension), np.float32)
+        embedding = np.zeros((len(records), DIMENSION), np.float32)
         for i, r in enumerate(records):
             if r.get("embedding"):
                 embedding[i] = r["embedding"]
@@ -132,7 +132,7 @@ class Columns:
         )
 
     @classmethod
-    def from_arrow(cls, table: pa.Table, dimension: int = DIMENSION) -> Columns:
+    def from_arrow(cls, table: pa.Table) -> Columns:
         """From `unionable_features` rows, without a Python object per embedding value: what
         `from_records` builds from the same rows."""
 
@@ -141,8 +141,8 @@ class Columns:
 
         vectors = table.column("embedding").combine_chunks()
         lengths = pc.list_value_length(vectors).fill_null(0).to_numpy()
-        embedding = np.zeros((len(table), dimension), np.float32)
-        embedding[lengths > 0] = vectors.flatten().to_numpy().reshape(-1, dimension)
+        embedding = np.zeros((len(table), DIMENSION), np.float32)
+        embedding[lengths > 0] = vectors.flatten().to_numpy().reshape(-1, DIMENSION)
         return cls.build(
             column_id=table.column("column_id").to_pylist(),
             header=table.column("header").to_pylist(),
@@ -472,14 +472,16 @@ def rank_candidates(
     alignments; candidates with no aligned column are left out."""
     if not candidates or not len(own):
         return []
-    spans = []
-    start = 0
-    for c in candidates:
-        spans.append((c.table_id, start, start + len(c.columns)))
-        start += len(c.columns)
+    spans = column_spans([c.table_id for c in candidates], [len(c.columns) for c in candidates])
     everyone = Columns.concat([c.columns for c in candidates])
     overlap = np.concatenate([c.overlap for c in candidates], axis=1)
     return rank_spans(table_id, own, everyone, spans, overlap, k, signals)
+
+
+def column_spans(owners: Sequence[str], widths: Sequence[int]) -> list[tuple[str, int, int]]:
+    """(owner, lo, hi) of each owner's columns when their columns are laid side by side."""
+    bounds = np.r_[0, np.cumsum(widths, dtype=np.int64)].tolist()
+    return [(o, lo, hi) for o, lo, hi in zip(owners, bounds[:-1], bounds[1:], strict=True)]
 
 
 def rank_spans(

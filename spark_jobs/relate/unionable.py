@@ -58,6 +58,7 @@ from spark_jobs.relate.union_score import (
     SIGNALS,
     Columns,
     ColumnSignal,
+    column_spans,
     rank_spans,
     weighted,
 )
@@ -273,32 +274,24 @@ def score_group(
         return _RANKED.empty_table()
     rows = [features.tables[o] for o in others]
     theirs = np.concatenate(rows)
-    at = np.full(len(features.row), -1)
-    at[theirs] = np.arange(len(theirs))
-    own_at = np.full(len(features.row), -1)
-    own_at[mine] = np.arange(len(mine))
     overlap = np.zeros((len(mine), len(theirs)))
     hits = table.filter(pc.is_valid(table.column("column_id")))
     if len(hits):
-        a = _rows_at(own_at, features, hits.column("column_id").to_pylist())
-        b = _rows_at(at, features, hits.column("candidate_column_id").to_pylist())
+        a = _positions(mine, features, hits.column("column_id").to_pylist())
+        b = _positions(theirs, features, hits.column("candidate_column_id").to_pylist())
         ok = (a >= 0) & (b >= 0)
         overlap[a[ok], b[ok]] = hits.column("overlap").to_numpy()[ok]
-    spans = []
-    start = 0
-    for other, r in zip(others, rows, strict=True):
-        spans.append((other, start, start + len(r)))
-        start += len(r)
+    spans = column_spans(others, [len(r) for r in rows])
     columns = features.columns
     ranked = rank_spans(table_id, columns.take(mine), columns.take(theirs), spans, overlap, k, signals)
     return pa.Table.from_pylist(ranked, schema=_RANKED)
 
 
-def _rows_at(position: np.ndarray, features: GroupFeatures, column_ids: list[str]) -> np.ndarray:
-    """Where each column sits in this group's matrix (`position` by feature row), -1 for a column
-    the group does not hold."""
-    rows = np.array([features.row.get(c, -1) for c in column_ids], dtype=np.int64)
-    return np.where(rows >= 0, position[rows], -1)
+def _positions(rows: np.ndarray, features: GroupFeatures, column_ids: list[str]) -> np.ndarray:
+    """Where each column sits among the feature `rows` of this group's matrix, -1 for a column it
+    does not hold."""
+    at = {r: i for i, r in enumerate(rows.tolist())}
+    return np.array([at.get(features.row.get(c, -1), -1) for c in column_ids], dtype=np.int64)
 
 
 def unionable_rows(
@@ -311,12 +304,17 @@ def unionable_rows(
     index_version: int,
     signals: Sequence[ColumnSignal] = SIGNALS,
 ) -> DataFrame:
-    """Gold rows (UNIONABLE_SCHEMA) of the tables in `candidates` (table_id, candidate_table_id);
-    `features` holds the columns of those tables and their candidates. The features' broadcast lives
-    until `held` closes: write the rows before."""
+    """Gold rows (UNIONABLE_SCHEMA) of the tables in `candidates` (table_id, candidate_table_id).
+    Only the features of the tables involved (the listed ones and their candidates) are shipped;
+    their broadcast lives until `held` closes: write the rows before."""
     spark = candidates.sparkSession
+    involved = (
+        candidates.select("table_id")
+        .unionByName(candidates.select(F.col("candidate_table_id").alias("table_id")))
+        .distinct()
+    )
+    shipped_table = features.join(F.broadcast(involved), "table_id", "left_semi").toArrow()
     sink = pa.BufferOutputStream()
-    shipped_table = features.toArrow()
     with pa.ipc.new_stream(sink, shipped_table.schema) as writer:
         writer.write_table(shipped_table)
     shipped = spark.sparkContext.broadcast(sink.getvalue().to_pybytes())
@@ -351,25 +349,6 @@ def unionable_rows(
     )
 
 
-def scored_lists(
-    features: DataFrame,
-    chosen: DataFrame,
-    joinable: DataFrame | None,
-    *,
-    held: ExitStack,
-    k: int,
-    index_version: int,
-    signals: Sequence[ColumnSignal] = SIGNALS,
-) -> DataFrame:
-    """Gold rows for the tables in `chosen` (table_id, candidate_table_id), with the features of
-    only the tables involved: the listed ones and their candidates."""
-    involved = (
-        chosen.select("table_id").unionByName(chosen.select(F.col("candidate_table_id").alias("table_id"))).distinct()
-    )
-    mine = features.join(F.broadcast(involved), "table_id", "left_semi")
-    return unionable_rows(mine, chosen, joinable, held=held, k=k, index_version=index_version, signals=signals)
-
-
 def rank_all(
     spark: SparkSession, store: LakeStore, settings: Settings, *, weights: Mapping[str, float] | None = None
 ) -> pa.Table:
@@ -387,7 +366,7 @@ def rank_all(
     weights_h = header_weights(headers, index.unionable_header_max_tables)
     chosen = choose_candidates(headers, weights_h, joinable, None, index.unionable_candidates)
     with ExitStack() as held:
-        rows = scored_lists(
+        rows = unionable_rows(
             features, chosen, joinable, held=held, k=index.unionable_k, index_version=0, signals=signals
         )
         return rows.select(*_RANKED.names).toArrow().cast(_RANKED)
@@ -448,7 +427,7 @@ def update(
     chosen = choose_candidates(headers, weights, joinable, scope, index.unionable_candidates).cache()
     candidates_out = chosen
     with ExitStack() as held:
-        fresh = scored_lists(features, chosen, joinable, held=held, k=index.unionable_k, index_version=batch.batch_id)
+        fresh = unionable_rows(features, chosen, joinable, held=held, k=index.unionable_k, index_version=batch.batch_id)
         if old_candidates is not None and scope is not None:
             kept = store.read(UNIONABLE).join(scope, "table_id", "left_anti")
             fresh = kept.select(*UNIONABLE_SCHEMA.names).unionByName(fresh.select(*UNIONABLE_SCHEMA.names))

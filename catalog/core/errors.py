@@ -39,6 +39,30 @@ class NotAvailableError(UserError):
         self.command = command
 
 
+class SignatureMismatchError(UserError):
+    """MinHash signatures made under different specs (permutations, hash): comparing them would give
+    meaningless similarities without any error, so the index refuses."""
+
+    def __init__(self, expected: object, got: object, *, what: str = "query") -> None:
+        super().__init__(
+            f"{what} signed with {got} but the index was built with {expected}: "
+            f"re-sign the {what} (or rebuild the index) with one spec"
+        )
+        self.expected, self.got, self.what = expected, got, what
+
+
+class XashMismatchError(UserError):
+    """XASH super keys made under different specs (hash size, character slots): a query hash could set a
+    bit the index never set, so the filter would drop joinable rows without any error; the index refuses."""
+
+    def __init__(self, expected: object, got: object, *, what: str = "query") -> None:
+        super().__init__(
+            f"{what} hashed with {got} but the index was built with {expected}: "
+            f"re-hash the {what} (or rebuild the index) with one spec"
+        )
+        self.expected, self.got, self.what = expected, got, what
+
+
 class JavaError(UserError):
     """Spark needs a Java runtime (17 or newer) and none usable was found."""
 

@@ -44,6 +44,12 @@ BUILTIN: tuple[FamilyEntry, ...] = (
         pipeline="spark_jobs.josie.family:FAMILY",
         settings="catalog.search.josie.settings:JosieSettings",
     ),
+    FamilyEntry(
+        "lshensemble",
+        search="catalog.search.lshensemble.family:FAMILY",
+        pipeline="spark_jobs.lshensemble.family:FAMILY",
+        settings="catalog.search.lshensemble.settings:LshEnsembleSettings",
+    ),
 )
 
 _registered: dict[str, FamilyEntry] = {}

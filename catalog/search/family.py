@@ -11,12 +11,14 @@ or pipeline code.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 
+from catalog.core.errors import UserError
 from catalog.core.registry import families, load
 
 T = TypeVar("T", "JoinMethod", "SearchKind")
@@ -40,6 +42,8 @@ class JoinMethod:
     run: Callable[[Connection, JoinRequest], list[dict[str, Any]]]
     # fit the method's cost constants on this catalog and store them (None: it has none)
     refit: Callable[[Connection], dict[str, Any]] | None = None
+    # whether its answers are always the exact top k (an approximate method's may miss columns)
+    exact: bool = True
 
 
 @dataclass(frozen=True)
@@ -79,3 +83,16 @@ def _by_name(items: Iterable[T]) -> dict[str, T]:
     for item in items:
         out.setdefault(item.name, item)
     return out
+
+
+def read_values(path: str) -> list[str]:
+    """One value per line from a file or standard input ('-')."""
+    if path == "-":
+        return sys.stdin.read().splitlines()
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as f:
+            return f.read().splitlines()
+    except FileNotFoundError:
+        raise UserError(f"--values: no such file {path!r}") from None
+    except OSError as e:
+        raise UserError(f"--values: cannot read {path!r}: {e.strerror or e}") from None

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from catalog.cli.context import CliContext
 from catalog.cli.output import emit
 from catalog.core.errors import NotAvailableError, UserError
 from catalog.db.engine import one_snapshot, open_reader
-from catalog.search.family import JoinRequest, SearchKind, join_methods, search_kinds
+from catalog.search.family import JoinRequest, SearchKind, join_methods, read_values, search_kinds
 
 # The search kinds of the command-line contract; a kind no registered family provides yet answers
 # "not available" (exit 2) with the contract's arguments.
@@ -106,7 +105,7 @@ def run_join(args: argparse.Namespace, ctx: CliContext) -> int:
         with ctx.engine.connect() as conn:
             emit(method.refit(conn), as_json=args.json)
         return 0
-    request = JoinRequest(_read_values(args.values), k=args.k, exclude_column_id=args.exclude)
+    request = JoinRequest(read_values(args.values), k=args.k, exclude_column_id=args.exclude)
     engine = open_reader(ctx.settings.catalog_url)
     try:
         # every read of the search from one snapshot: a publish committing meanwhile cannot mix versions
@@ -116,16 +115,3 @@ def run_join(args: argparse.Namespace, ctx: CliContext) -> int:
         engine.dispose()
     emit(rows, as_json=args.json, columns=["overlap", "column_id", "table_id", "column"])
     return 0
-
-
-def _read_values(path: str) -> list[str]:
-    """One value per line from a file or standard input ('-')."""
-    if path == "-":
-        return sys.stdin.read().splitlines()
-    try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as f:
-            return f.read().splitlines()
-    except FileNotFoundError:
-        raise UserError(f"--values: no such file {path!r}") from None
-    except OSError as e:
-        raise UserError(f"--values: cannot read {path!r}: {e.strerror or e}") from None

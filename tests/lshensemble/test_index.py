@@ -1,0 +1,131 @@
+"""The in-memory LSH Ensemble against brute-force containment, before and after random ADD/DELETE
+sequences, on a skewed lake with duplicates, subsets and huge columns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from catalog.core.minhash import MinHashSpec
+from catalog.search.lshensemble import partitions
+from catalog.search.lshensemble.index import EnsembleIndex, band_keys
+from tests.lshensemble.lake import Postings, brute_force, queries, sign_all, skewed_lake
+
+SPEC = MinHashSpec(num_perm=128, seed=3)
+
+
+def _built(signatures: np.ndarray, sizes: np.ndarray, n_partitions: int = 8) -> EnsembleIndex:
+    hist = partitions.histogram(sizes)
+    return EnsembleIndex(SPEC, partitions.optimal_uppers(*hist, n_partitions), signatures, sizes)
+
+
+def _verified(index: EnsembleIndex, rows_of: list[int], columns: list[set[str]], query: set[str], t: float) -> set[int]:
+    """Verified answers, the skewed partitions answered from an inverted index over the index's rows."""
+    sig, _ = sign_all(SPEC, [query])
+    postings = Postings([columns[c] if index.alive[row] else set() for row, c in enumerate(rows_of)])
+    found = index.candidates(sig[0], len(query), t, exact=postings.exact(query, t))
+    need = t * len(query) - 1e-9
+    return {rows_of[r] for r in found.tolist() if len(columns[rows_of[r]] & query) >= need}
+
+
+def test_band_keys_equal_exactly_when_bands_are_equal() -> None:
+    rng = np.random.default_rng(0)
+    sigs = rng.integers(0, 2**31, size=(50, 16), dtype=np.uint32)
+    sigs[1, :4] = sigs[0, :4]  # band 0 of length 4 shared, band 1 not
+    keys = band_keys(sigs, 4, 4)
+    assert keys[0, 0] == keys[1, 0] and keys[0, 1] != keys[1, 1]
+    assert len(np.unique(keys)) == keys.size - 1  # no other collision, also across bands
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.7, 0.9])
+def test_verified_answers_equal_brute_force(threshold: float) -> None:
+    columns = skewed_lake(seed=1)
+    sigs, sizes = sign_all(SPEC, columns)
+    index = _built(sigs, sizes)
+    rows = list(range(len(columns)))
+    missed = found = 0
+    for query in queries(columns, seed=2):
+        truth = brute_force(columns, query, threshold)
+        answer = _verified(index, rows, columns, query, threshold)
+        assert answer <= truth  # verified: never a false positive
+        missed += len(truth - answer)
+        found += len(truth)
+    assert found > 40
+    assert missed == 0, f"recall {1 - missed / found:.3f}"
+
+
+def test_every_column_finds_itself_even_above_every_bound() -> None:
+    """A column added larger than every partition must raise the last bound before it is
+    searchable: otherwise a query equal to it skips its partition (bound < t·|Q|)."""
+    columns = skewed_lake(seed=4, n_columns=120)
+    small = [c for c in columns if len(c) < 200]
+    big = [c for c in columns if len(c) >= 200]
+    sigs, sizes = sign_all(SPEC, small)
+    index = _built(sigs, sizes, n_partitions=4)
+    bound = int(index.uppers[-1])
+    big_sigs, big_sizes = sign_all(SPEC, big)
+    rows = index.add(big_sigs, big_sizes)
+    assert index.uppers[-1] >= big_sizes.max() > bound
+    for row, sig, size in zip(rows.tolist(), big_sigs, big_sizes.tolist(), strict=True):
+        assert row in index.candidates(sig, size, 1.0)
+
+
+def test_after_random_adds_and_deletes_candidates_match_a_fresh_build() -> None:
+    """Incremental ADD/DELETE (bounds only raised) answers exactly as an index built fresh on the
+    live columns with the same bounds, and its verified answers equal brute force."""
+    rng = np.random.default_rng(5)
+    lake = skewed_lake(seed=6, n_columns=500)
+    first = list(range(200))
+    sigs, sizes = sign_all(SPEC, [lake[i] for i in first])
+    index = _built(sigs, sizes, n_partitions=6)
+    rows_of = list(first)  # index row -> lake column
+    live = dict(zip(first, range(len(first)), strict=True))  # lake column -> index row
+    pending = list(range(200, 500))
+    rng.shuffle(pending)
+    while pending:
+        add = [pending.pop() for _ in range(min(len(pending), int(rng.integers(5, 40))))]
+        new_sigs, new_sizes = sign_all(SPEC, [lake[i] for i in add])
+        for col, row in zip(add, index.add(new_sigs, new_sizes).tolist(), strict=True):
+            rows_of.append(col)
+            live[col] = row
+        gone = rng.choice(sorted(live), size=int(rng.integers(0, 15)), replace=False).tolist()
+        index.remove(np.array([live.pop(c) for c in gone], dtype=np.int64))
+        # a changed column: a delete plus an insert of its new values
+        changed = int(rng.choice(sorted(live)))
+        lake[changed] = lake[changed] | {f"x{changed}_{j}" for j in range(int(rng.integers(1, 3000)))}
+        index.remove(np.array([live.pop(changed)]))
+        s, z = sign_all(SPEC, [lake[changed]])
+        live[changed] = int(index.add(s, z)[0])
+        rows_of.append(changed)
+
+    assert (index.sizes[index.alive] <= index.uppers[index.parts[index.alive]]).all()
+    order = sorted(live)
+    fresh_sigs, fresh_sizes = sign_all(SPEC, [lake[c] for c in order])
+    fresh = EnsembleIndex(SPEC, index.uppers, fresh_sigs, fresh_sizes)
+    current = [lake[c] if c in live else set() for c in range(len(lake))]
+    for t in (0.5, 0.8):
+        for query in queries([lake[c] for c in order], seed=7, n=25):
+            sig, _ = sign_all(SPEC, [query])
+            incremental = {rows_of[r] for r in index.candidates(sig[0], len(query), t).tolist()}
+            rebuilt = {order[r] for r in fresh.candidates(sig[0], len(query), t).tolist()}
+            assert incremental == rebuilt
+            assert _verified(index, rows_of, current, query, t) == brute_force(current, query, t)
+
+
+def test_repartition_rebuckets_the_same_signatures() -> None:
+    columns = skewed_lake(seed=8, n_columns=200)
+    sigs, sizes = sign_all(SPEC, columns)
+    index = _built(sigs, sizes, n_partitions=2)
+    index.remove(np.arange(0, 200, 3))
+    fresh = index.with_uppers(partitions.optimal_uppers(*partitions.histogram(index.sizes[index.alive]), 8))
+    assert len(fresh) == len(index) and len(fresh.uppers) == 8
+    assert np.array_equal(fresh.signatures, index.signatures[index.alive])
+
+
+def test_bad_input_is_refused() -> None:
+    sigs, sizes = sign_all(SPEC, [{"a"}, {"b", "c"}])
+    with pytest.raises(ValueError, match="distinct token"):
+        EnsembleIndex(SPEC, np.array([2]), sigs, np.array([0, 2]))
+    index = EnsembleIndex(SPEC, np.array([2]), sigs, sizes)
+    with pytest.raises(ValueError):
+        index.candidates(sigs[0], 1, 1.5)

@@ -12,6 +12,7 @@ it again when the catalog holds a new index version.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import weakref
@@ -120,17 +121,15 @@ def signed_candidates(
     return loaded.index.candidates(query, size, threshold, exact=exact)
 
 
-def _prefix_path(
-    conn: Connection, loaded: LoadedIndex, tokens: set[str], threshold: float, *, hold: bool
-) -> Callable[[np.ndarray], np.ndarray]:
+def _prefix_path(query: _Query, size: int, threshold: float) -> Callable[[np.ndarray], np.ndarray]:
     """The exact path for partitions LSH cannot serve (a small query against huge columns): the
     columns of those partitions on the posting lists (JOSIE's) of the query's rarest tokens, as
     many as a column must share one of to reach the threshold (`prefix_length`)."""
 
     def rows(parts: np.ndarray) -> np.ndarray:
-        reader = DbIndexReader(conn, cache_dictionary=hold)
-        token_ids, frequency, _ = reader.lookup_arrays(tokens)
-        n = prefix_length(len(token_ids), len(tokens), threshold)
+        reader, loaded = query.reader, query.loaded
+        token_ids, frequency = query.known
+        n = prefix_length(len(token_ids), size, threshold)
         if n == 0:
             return np.empty(0, np.int64)
         rarest = token_ids[np.argsort(frequency, kind="stable")[:n]]
@@ -179,8 +178,8 @@ def search_join(conn: Connection, request: JoinRequest) -> list[dict[str, Any]]:
 
 @dataclass
 class _Query:
-    """A query signed once, with the overlaps verified so far (a top-k search asks again at lower
-    thresholds)."""
+    """A query signed once, its tokens looked up in the lake's dictionary at most once, with the
+    overlaps verified so far (a top-k search asks again at lower thresholds)."""
 
     conn: Connection
     loaded: LoadedIndex
@@ -197,9 +196,19 @@ class _Query:
         loaded = load_index(conn, hold=hold)
         return _Query(conn, loaded, tokens, signature(loaded.index.spec, tokens), hold)
 
+    @functools.cached_property
+    def reader(self) -> DbIndexReader:
+        return DbIndexReader(self.conn, cache_dictionary=self.hold)
+
+    @functools.cached_property
+    def known(self) -> tuple[np.ndarray, np.ndarray]:
+        """The query's token ids in the lake and their frequencies."""
+        token_ids, frequency, _ = self.reader.lookup_arrays(self.tokens)
+        return token_ids, frequency
+
     def answers(self, threshold: float, *, verify: bool) -> list[dict[str, Any]]:
         q, index, loaded = len(self.tokens), self.loaded.index, self.loaded
-        exact = _prefix_path(self.conn, loaded, self.tokens, threshold, hold=self.hold)
+        exact = _prefix_path(self, q, threshold)
         rows = signed_candidates(loaded, index.spec, self.signature, q, threshold, exact=exact)
         estimate = np.atleast_1d(
             containment_estimate(jaccard_estimate(index.signatures[rows], self.signature), index.sizes[rows], q)
@@ -219,7 +228,7 @@ class _Query:
         ]
         if verify:
             unseen = [f["column_id"] for f in found if f["column_id"] not in self.overlaps]
-            self.overlaps.update(_overlaps(self.conn, self.tokens, unseen, hold=self.hold))
+            self.overlaps.update(_overlaps(self.conn, self.known[0].astype(np.int32), unseen))
             need = math.ceil(threshold * q - 1e-9)
             found = [f for f in found if self.overlaps.get(f["column_id"], 0) >= need]
             for f in found:
@@ -229,11 +238,10 @@ class _Query:
         return found
 
 
-def _overlaps(conn: Connection, tokens: set[str], column_ids: list[str], *, hold: bool) -> dict[str, int]:
+def _overlaps(conn: Connection, token_ids: np.ndarray, column_ids: list[str]) -> dict[str, int]:
     """|Q ∩ X| for each candidate from JOSIE's sets (token ids; a query token the lake lacks is in no set)."""
     if not column_ids:
         return {}
-    token_ids = DbIndexReader(conn, cache_dictionary=hold).lookup_arrays(tokens)[0].astype(np.int32)
     out = dict.fromkeys(column_ids, 0)  # a candidate JOSIE does not hold shares nothing
     for i in range(0, len(column_ids), _CHUNK):
         chunk = column_ids[i : i + _CHUNK]

@@ -15,6 +15,7 @@ BENCHMARKS = (
     "pipeline_bench",
     "union_bench",
     "lshe_bench",
+    "mate_bench",
 )
 
 

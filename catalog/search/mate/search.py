@@ -1,0 +1,360 @@
+"""N-ary join search (MATE, Esmailoghli et al., VLDB 2022): the lake tables that share the most
+distinct key tuples with a query table on a composite key, each with its best column mapping.
+
+Joinability is the paper's Eq. 1-2: J(t) = the number of distinct query key tuples (normalized,
+rows with a null key value dropped) found in some row of t under one injective mapping of the key
+columns to t's columns, maximised over mappings. Answers are ordered by J descending, then table_id;
+of mappings with the same J the one with the smallest column positions (in key order) is reported;
+a table with J = 0 is never listed. Every method gives exactly these answers:
+
+* `mate`: Algorithm 1. The initial column is the key column whose values' posting lists are the
+  shortest in total (one count per key column; the paper's fewest-distinct-values rule misjudges
+  columns of common values). Its lists are fetched and grouped by table; tables are taken by their
+  number of items L_t, largest first. A row passes only if its super key has every bit of the query
+  tuple's (no false negatives: a row holding the tuple's values has their XASH bits), and the
+  survivors are verified against the table's posting lists of the other key values;
+* `scr`: the same without the super-key filter (every fetched row is verified), the paper's SCR;
+* `mcr`: the lists of every key column fetched up front and intersected row by row (MCR);
+* `brute`: every table holding an initial value verified, no pruning, no filter.
+
+Pruning is exact under the tie rule: with k answers, J_k the k-th's joinability, a table can enter
+only with J > J_k, or J = J_k and a smaller table_id. L_t bounds J (each matched tuple needs its own
+row, hence its own item), so the scan stops at the first L_t < J_k (Rule 1, strict where the paper's
+is not: a table at L_t = J_k can still win a tie); a table whose passed tuples cannot beat the k-th
+is not verified (Rule 2, applied after the filter).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from catalog.core.errors import UserError
+from catalog.core.identity import normalize_token
+from catalog.core.xash import XashSpec, xash
+from catalog.search.mate import METHODS
+from catalog.search.mate.source import MateSource, Postings
+
+MAX_KEY_COLUMNS = 8
+VERIFY_BATCH = 32  # tables whose candidate rows are verified with one read of their lists
+
+
+@dataclass(frozen=True)
+class NaryRequest:
+    headers: Sequence[str]  # the query table's column names
+    rows: Sequence[Sequence[str | None]]  # its data rows, raw cell values
+    key: Sequence[str]  # the key columns, by name (at least 2)
+    k: int = 10
+    method: str = "mate"
+    spec: XashSpec | None = None  # the XASH spec to hash the query with (None: the index's)
+
+
+@dataclass(frozen=True)
+class NaryResult:
+    table_id: str
+    joinability: int
+    mapping: dict[str, str]  # query key column -> the table's column
+    positions: tuple[int, ...]  # the table's 1-based column positions, in key order
+
+    def as_dict(self) -> dict[str, object]:
+        return {"table_id": self.table_id, "joinability": self.joinability, "mapping": self.mapping}
+
+
+@dataclass
+class NaryStats:
+    """What a search did: for the benchmark and `--json`'s curious reader."""
+
+    initial_column: str = ""
+    tuples: int = 0
+    tables: int = 0  # tables holding an initial value
+    tables_read: int = 0  # ... not pruned by Rule 1
+    items: int = 0  # posting items of the initial column in the tables read
+    pairs: int = 0  # (query tuple, lake row) pairs those items give
+    passed: int = 0  # ... that passed the super-key filter (all of them without one)
+    verified: int = 0  # ... verified (Rule 2 spares the others)
+    matched: int = 0  # ... that hold the whole tuple
+
+
+@dataclass
+class NaryOutcome:
+    results: list[NaryResult]
+    stats: NaryStats = field(default_factory=NaryStats)
+
+
+def query_tuples(
+    headers: Sequence[str], rows: Sequence[Sequence[str | None]], key: Sequence[str]
+) -> list[tuple[str, ...]]:
+    """The query's distinct normalized key tuples, sorted; rows with a null key value are dropped."""
+    if len(key) < 2:
+        raise UserError(f"an n-ary key needs at least 2 columns, got {list(key)}")
+    if len(key) > MAX_KEY_COLUMNS:
+        raise UserError(f"an n-ary key has at most {MAX_KEY_COLUMNS} columns, got {len(key)}")
+    if len(set(key)) != len(key):
+        raise UserError(f"a key column is named twice: {list(key)}")
+    positions = []
+    for name in key:
+        if name not in headers:
+            raise UserError(f"no column {name!r} in the query table (columns: {', '.join(headers)})")
+        positions.append(list(headers).index(name))
+    out = set()
+    for row in rows:
+        values = tuple(normalize_token(row[p]) if p < len(row) else None for p in positions)
+        if None not in values:
+            out.add(values)
+    return sorted(out)  # type: ignore[arg-type]
+
+
+def search_nary(source: MateSource, request: NaryRequest) -> NaryOutcome:
+    """Top-k lake tables by n-ary joinability with the query table on `request.key`."""
+    if request.method not in METHODS:
+        raise UserError(f"unknown method {request.method!r} (choose from {', '.join(METHODS)})")
+    if request.k < 1:
+        raise UserError(f"--k must be at least 1, got {request.k}")
+    if request.spec is not None:
+        source.spec.check(request.spec, what="query")
+    tuples = query_tuples(request.headers, request.rows, request.key)
+    return _Search(source, list(request.key), tuples, request.k, request.method).run()
+
+
+class _Search:
+    def __init__(self, source: MateSource, key: list[str], tuples: list[tuple[str, ...]], k: int, method: str) -> None:
+        self.source, self.key, self.tuples, self.k, self.method = source, key, tuples, k, method
+        self.stats = NaryStats(tuples=len(tuples))
+        self.top: list[NaryResult] = []
+        self.stopped = False
+
+    def run(self) -> NaryOutcome:
+        if not self.tuples:
+            return NaryOutcome([], self.stats)
+        m = len(self.key)
+        distinct = [sorted({t[i] for t in self.tuples}) for i in range(m)]
+        init = self._initial_column(distinct)
+        self.stats.initial_column = self.key[init]
+        by_table: dict[int, list[Postings]] = defaultdict(list)
+        for p in self.source.postings(distinct[init]):
+            by_table[p.table_ref].append(p)
+        info = self.source.tables(by_table)
+        length = {ref: sum(len(p.rows) for p in ps) for ref, ps in by_table.items()}
+        order = sorted(by_table, key=lambda ref: (-length[ref], info[ref][0]))
+        self.stats.tables = len(order)
+        tuple_ids = _tuples_by_value(self.tuples, init)
+        pairs = {ref: _pairs(by_table[ref], tuple_ids) for ref in order}
+        n_pairs = {ref: len(p[0]) for ref, p in pairs.items()}
+        if self.method == "mate":
+            pairs = self._filtered(pairs, self._query_keys(distinct))
+        others = self._all_other_lists(distinct, init) if self.method == "mcr" else None
+        pending = iter(order)
+        while not self.stopped and (chunk := self._next_chunk(pending, info, length, pairs, n_pairs)):
+            lists = others if others is not None else self._other_lists(chunk, pairs, init)
+            for ref in chunk:
+                joined, positions = self._joinability(pairs[ref], lists.get(ref, {}), init)
+                if joined:
+                    table_id, headers = info[ref][0], json.loads(info[ref][1])
+                    mapping = {name: headers[pos - 1] for name, pos in zip(self.key, positions, strict=True)}
+                    self._offer(NaryResult(table_id, joined, mapping, positions))
+        return NaryOutcome(self.top, self.stats)
+
+    def _next_chunk(
+        self,
+        pending: Iterator[int],
+        info: dict[int, tuple[str, str]],
+        length: dict[int, int],
+        pairs: dict[int, _Pairs],
+        n_pairs: dict[int, int],
+    ) -> list[int]:
+        """The next tables to verify, in order, at most VERIFY_BATCH (their other lists are read in
+        one query). The rules are checked against the answers so far: a chunk's own answers are not
+        in yet, so it may verify a table it could have skipped, never skip one it must verify."""
+        chunk: list[int] = []
+        for ref in pending:
+            table_id = info[ref][0]
+            if self.method != "brute" and self._cannot_enter(length[ref], table_id):
+                if length[ref] < self._kth()[0]:
+                    self.stopped = True  # Rule 1: no later table has more items
+                    break
+                continue
+            self.stats.tables_read += 1
+            self.stats.items += length[ref]
+            self.stats.pairs += n_pairs[ref]
+            self.stats.passed += len(pairs[ref][0])
+            bound = len(np.unique(pairs[ref][0]))
+            if self.method != "brute" and self._cannot_enter(bound, table_id):
+                continue  # Rule 2
+            self.stats.verified += len(pairs[ref][0])
+            chunk.append(ref)
+            if len(chunk) >= VERIFY_BATCH:
+                break
+        return chunk
+
+    # ------------------------------------------------------------------ steps
+    def _initial_column(self, distinct: list[list[str]]) -> int:
+        """The key column whose values' posting lists hold the fewest items in total."""
+        totals = [sum(self.source.list_lengths(values).values()) for values in distinct]
+        return int(np.argmin(totals))
+
+    def _query_keys(self, distinct: list[list[str]]) -> np.ndarray:
+        """(tuples, words) uint64: each query tuple's super key, the OR of its values' XASH."""
+        spec = self.source.spec
+        out = np.zeros((len(self.tuples), spec.words), np.uint64)
+        for i, values in enumerate(distinct):
+            at = {v: j for j, v in enumerate(values)}
+            hashes = xash(values, spec)
+            out |= hashes[[at[t[i]] for t in self.tuples]]
+        return out
+
+    def _filtered(self, pairs: dict[int, _Pairs], query_keys: np.ndarray) -> dict[int, _Pairs]:
+        """The pairs whose row's super key covers the query tuple's (the paper's subset test); the
+        row keys of every table are read at once."""
+        unique = {ref: np.unique(p[1], return_inverse=True) for ref, p in pairs.items() if len(p[1])}
+        keys = self.source.row_keys({ref: u[0] for ref, u in unique.items()})
+        out = {}
+        for ref, (tuple_of, rows, cols) in pairs.items():
+            if ref not in unique:
+                out[ref] = (tuple_of, rows, cols)
+                continue
+            row_keys = keys[ref][unique[ref][1]]
+            q = query_keys[tuple_of]
+            keep = np.all((row_keys & q) == q, axis=1)
+            out[ref] = (tuple_of[keep], rows[keep], cols[keep])
+        return out
+
+    def _other_lists(self, chunk: list[int], pairs: dict[int, _Pairs], init: int) -> dict[int, dict[str, Postings]]:
+        """These tables' posting lists of the other key values of their pairs' tuples, in one read."""
+        ids = np.unique(np.concatenate([pairs[ref][0] for ref in chunk])).tolist()
+        needed = sorted({self.tuples[j][i] for j in ids for i in range(len(self.key)) if i != init})
+        out: dict[int, dict[str, Postings]] = defaultdict(dict)
+        for p in self.source.postings(needed, table_refs=chunk):
+            out[p.table_ref][p.token] = p
+        return out
+
+    def _all_other_lists(self, distinct: list[list[str]], init: int) -> dict[int, dict[str, Postings]]:
+        """MCR's retrieval: every other key column's lists over the whole lake, by table."""
+        values = sorted({v for i, vs in enumerate(distinct) if i != init for v in vs})
+        out: dict[int, dict[str, Postings]] = defaultdict(dict)
+        for p in self.source.postings(values):
+            out[p.table_ref][p.token] = p
+        return out
+
+    def _joinability(self, pairs: _Pairs, lists: dict[str, Postings], init: int) -> tuple[int, tuple[int, ...]]:
+        """Verify each (tuple, row) pair: the columns of the row holding each other key value, every
+        injective choice of them a mapping; J = the most distinct tuples one mapping matches.
+
+        In numpy for the pairs whose values sit in one column each (a searchsorted per key position
+        over the table's (token, row) items); the few whose row holds a value in several columns go
+        through `_expanded`, which enumerates the choices."""
+        tuple_of, rows, cols = pairs
+        m = len(self.key)
+        items = _Items(lists, int(rows.max()) + 1 if len(rows) else 1)
+        choice = np.zeros((len(rows), m), np.int64)
+        choice[:, init] = cols
+        alive, multi = np.ones(len(rows), bool), np.zeros(len(rows), bool)
+        for i in range(m):
+            if i != init:
+                found, n = items.find([t[i] for t in self.tuples], tuple_of, rows)
+                choice[:, i] = found
+                alive &= n > 0
+                multi |= n > 1
+        single = alive & ~multi
+        ordered = np.sort(choice, axis=1)
+        injective = np.all(ordered[:, 1:] != ordered[:, :-1], axis=1)
+        keep = single & injective
+        found_rows = [np.column_stack([choice[keep], tuple_of[keep]])]
+        self.stats.matched += int(keep.sum())
+        for j, row, col in zip(*(a[alive & multi].tolist() for a in pairs), strict=True):
+            expanded = self._expanded(j, row, col, lists, init)
+            self.stats.matched += int(bool(expanded))
+            if expanded:
+                found_rows.append(np.asarray([[*c, j] for c in expanded], np.int64))
+        hits = np.unique(np.concatenate(found_rows), axis=0)
+        if len(hits) == 0:
+            return 0, ()
+        combos, counts = np.unique(hits[:, :m], axis=0, return_counts=True)
+        best = int(np.flatnonzero(counts == counts.max())[0])  # rows are sorted: the smallest combo
+        return int(counts[best]), tuple(int(c) for c in combos[best])
+
+    def _expanded(self, j: int, row: int, col: int, lists: dict[str, Postings], init: int) -> list[tuple[int, ...]]:
+        """Every injective choice of columns of `row` holding tuple j's values (the initial one at `col`)."""
+        options: list[tuple[int, ...]] = []
+        for i in range(len(self.key)):
+            if i == init:
+                options.append((col,))
+                continue
+            p = lists[self.tuples[j][i]]
+            lo, hi = np.searchsorted(p.rows, [row, row + 1])
+            options.append(tuple(p.cols[lo:hi].tolist()))
+        return [c for c in itertools.product(*options) if len(set(c)) == len(c)]
+
+    # ------------------------------------------------------------------ top k
+    def _kth(self) -> tuple[int, str]:
+        last = self.top[-1]
+        return last.joinability, last.table_id
+
+    def _cannot_enter(self, bound: int, table_id: str) -> bool:
+        """Whether a table whose joinability is at most `bound` cannot make the top k."""
+        if len(self.top) < self.k:
+            return bound == 0
+        j_k, id_k = self._kth()
+        return bound < j_k or (bound == j_k and table_id > id_k)
+
+    def _offer(self, result: NaryResult) -> None:
+        self.top.append(result)
+        self.top.sort(key=lambda r: (-r.joinability, r.table_id))
+        del self.top[self.k :]
+
+
+_Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]  # (query tuple, lake row, column of the initial value)
+
+
+class _Items:
+    """One table's posting items of some tokens, sorted by (token, row), for lookups by (value, row)."""
+
+    def __init__(self, lists: dict[str, Postings], stride: int) -> None:
+        self.code = {token: i for i, token in enumerate(lists)}
+        self.stride = max(stride, max((int(p.rows.max()) + 1 for p in lists.values() if len(p.rows)), default=1))
+        if lists:
+            sizes = [len(p.rows) for p in lists.values()]
+            tok = np.repeat(np.arange(len(lists), dtype=np.int64), sizes)
+            keys = tok * self.stride + np.concatenate([p.rows for p in lists.values()]).astype(np.int64)
+            columns = np.concatenate([p.cols for p in lists.values()]).astype(np.int64)
+        else:
+            keys, columns = np.empty(0, np.int64), np.empty(0, np.int64)
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.columns = keys[order], columns[order]
+
+    def find(self, values: list[str], tuple_of: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each pair (tuple_of[p], rows[p]): a column of that row holding the tuple's value
+        (`values[tuple]`), and how many columns hold it."""
+        codes = np.asarray([self.code.get(v, -1) for v in values], np.int64)[tuple_of]
+        wanted = codes * self.stride + rows
+        lo = np.searchsorted(self.keys, wanted, "left")
+        n = np.searchsorted(self.keys, wanted, "right") - lo
+        n[codes < 0] = 0
+        found = self.columns[np.minimum(lo, max(len(self.columns) - 1, 0))] if len(self.columns) else np.zeros_like(lo)
+        return found, n
+
+
+def _tuples_by_value(tuples: list[tuple[str, ...]], init: int) -> dict[str, np.ndarray]:
+    out: dict[str, list[int]] = defaultdict(list)
+    for j, t in enumerate(tuples):
+        out[t[init]].append(j)
+    return {v: np.asarray(ids, np.int64) for v, ids in out.items()}
+
+
+def _pairs(lists: list[Postings], tuple_ids: dict[str, np.ndarray]) -> _Pairs:
+    """Every (query tuple, lake row, column) an item of the initial column's lists gives: the item's
+    row paired with each query tuple holding its value."""
+    tuple_parts, row_parts, col_parts = [], [], []
+    for p in lists:
+        ids = tuple_ids[p.token]
+        tuple_parts.append(np.tile(ids, len(p.rows)))
+        row_parts.append(np.repeat(p.rows.astype(np.int64), len(ids)))
+        col_parts.append(np.repeat(p.cols.astype(np.int64), len(ids)))
+    if not tuple_parts:
+        empty = np.empty(0, np.int64)
+        return empty, empty, empty
+    return np.concatenate(tuple_parts), np.concatenate(row_parts), np.concatenate(col_parts)

@@ -1,0 +1,186 @@
+"""Where a MATE search reads the index from: the catalog database (`CatalogSource`) or memory
+(`MemorySource`, built from plain rows by the same functions the Spark job uses; the tests' and the
+benchmark's index).
+
+Both give the search the same four reads, each one round trip per batch of values:
+* `list_lengths(tokens)`: each token's number of posting items over the lake (the initial column
+  is the key column whose values' lists are shortest in total);
+* `postings(tokens, table_refs=None)`: the (token, table) lists of these tokens, in some tables or
+  all;
+* `row_keys(rows)`: the super keys of some rows of some tables (one read for many tables: a search
+  filters the candidate rows of every table before it verifies any);
+* `tables(refs)`: table ids and headers (as stored, JSON: a search parses only its answers').
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+from sqlalchemy import Connection, func, inspect, select, tuple_
+
+from catalog.core.errors import UserError
+from catalog.core.identity import normalize_token
+from catalog.core.xash import XashSpec, super_keys, xash
+from catalog.search.mate.models import ROW_BLOCK, MateMeta, MatePosting, MateRowKeys, MateTable
+
+_CHUNK = 500  # values per SELECT ... IN (...)
+
+
+@dataclass(frozen=True)
+class Postings:
+    """The cells of one table holding one token: rows (0-based) and 1-based column positions,
+    sorted by row."""
+
+    token: str
+    table_ref: int
+    rows: np.ndarray
+    cols: np.ndarray
+
+
+class MateSource(Protocol):
+    spec: XashSpec
+    version: str
+
+    def list_lengths(self, tokens: Sequence[str]) -> dict[str, int]: ...
+
+    def postings(self, tokens: Sequence[str], table_refs: Collection[int] | None = None) -> list[Postings]: ...
+
+    def row_keys(self, rows: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]: ...
+
+    def tables(self, refs: Iterable[int]) -> dict[int, tuple[str, str]]: ...
+
+
+def _chunks(items: Sequence[str]) -> Iterable[list[str]]:
+    for i in range(0, len(items), _CHUNK):
+        yield list(items[i : i + _CHUNK])
+
+
+# ---------------------------------------------------------------------- catalog
+class CatalogSource:
+    """The published index, read on demand (nothing is loaded up front: a query touches a few
+    lists and blocks of a lake-sized index)."""
+
+    def __init__(self, conn: Connection) -> None:
+        if not inspect(conn).has_table("mate_meta"):
+            raise UserError("the catalog has no MATE tables (run `juncture index`)")
+        meta = dict(conn.execute(select(MateMeta.key, MateMeta.value)).tuples().all())
+        if "index_version" not in meta:
+            raise UserError("the catalog holds no MATE index yet (run `juncture index`)")
+        self.conn = conn
+        self.version = meta["index_version"]
+        self.spec = XashSpec.from_dict(json.loads(meta["spec"]))
+
+    def list_lengths(self, tokens: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for chunk in _chunks(tokens):
+            q = select(MatePosting.token, func.sum(MatePosting.n)).where(MatePosting.token.in_(chunk))
+            out.update((t, int(n)) for t, n in self.conn.execute(q.group_by(MatePosting.token)).tuples())
+        return out
+
+    def postings(self, tokens: Sequence[str], table_refs: Collection[int] | None = None) -> list[Postings]:
+        cols = (MatePosting.token, MatePosting.table_ref, MatePosting.rows, MatePosting.cols)
+        out: list[Postings] = []
+        refs = sorted(table_refs) if table_refs is not None else None
+        for chunk in _chunks(tokens):
+            q = select(*cols).where(MatePosting.token.in_(chunk))
+            if refs is not None:
+                q = q.where(MatePosting.table_ref.in_(refs))
+            out.extend(Postings(t, r, rows, c) for t, r, rows, c in self.conn.execute(q).tuples())
+        return out
+
+    def row_keys(self, rows: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
+        words = self.spec.words
+        wanted = sorted({(ref, int(b)) for ref, r in rows.items() for b in np.unique(r // ROW_BLOCK).tolist()})
+        blocks: dict[tuple[int, int], np.ndarray] = {}
+        for i in range(0, len(wanted), _CHUNK):
+            key = tuple_(MateRowKeys.table_ref, MateRowKeys.block)
+            q = select(MateRowKeys.table_ref, MateRowKeys.block, MateRowKeys.keys).where(
+                key.in_(wanted[i : i + _CHUNK])
+            )
+            blocks.update(
+                ((ref, b), np.frombuffer(blob, "<u8").reshape(-1, words)) for ref, b, blob in self.conn.execute(q)
+            )
+        out = {}
+        for ref, r in rows.items():
+            keys = np.zeros((len(r), words), np.uint64)
+            for b in np.unique(r // ROW_BLOCK).tolist():
+                block = blocks.get((ref, b))
+                if block is None:
+                    continue
+                at = np.flatnonzero(r // ROW_BLOCK == b)
+                offset = r[at] - b * ROW_BLOCK
+                inside = offset < len(block)
+                keys[at[inside]] = block[offset[inside]]
+            out[ref] = keys
+        return out
+
+    def tables(self, refs: Iterable[int]) -> dict[int, tuple[str, str]]:
+        wanted = sorted(set(refs))
+        out: dict[int, tuple[str, str]] = {}
+        for i in range(0, len(wanted), _CHUNK):
+            q = select(MateTable.table_ref, MateTable.table_id, MateTable.headers).where(
+                MateTable.table_ref.in_(wanted[i : i + _CHUNK])
+            )
+            out.update((ref, (tid, h)) for ref, tid, h in self.conn.execute(q).tuples())
+        return out
+
+
+# ---------------------------------------------------------------------- memory
+@dataclass
+class MemorySource:
+    """The index of a few tables held in memory, built by `build_memory_source`."""
+
+    spec: XashSpec
+    version: str = "memory"
+    lists: dict[str, dict[int, Postings]] = field(default_factory=dict)
+    keys: dict[int, np.ndarray] = field(default_factory=dict)
+    info: dict[int, tuple[str, str]] = field(default_factory=dict)
+
+    def list_lengths(self, tokens: Sequence[str]) -> dict[str, int]:
+        return {t: sum(len(p.rows) for p in self.lists[t].values()) for t in tokens if t in self.lists}
+
+    def postings(self, tokens: Sequence[str], table_refs: Collection[int] | None = None) -> list[Postings]:
+        out: list[Postings] = []
+        for t in tokens:
+            by_table = self.lists.get(t, {})
+            refs = by_table if table_refs is None else [r for r in table_refs if r in by_table]
+            out.extend(by_table[r] for r in refs)
+        return out
+
+    def row_keys(self, rows: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
+        return {ref: self.keys[ref][r] for ref, r in rows.items()}
+
+    def tables(self, refs: Iterable[int]) -> dict[int, tuple[str, str]]:
+        return {r: self.info[r] for r in refs}
+
+
+def build_memory_source(
+    tables: Sequence[tuple[str, Sequence[str], Sequence[Sequence[str | None]]]], spec: XashSpec | None = None
+) -> MemorySource:
+    """An index of `tables` ((table_id, headers, data rows of raw cells) each): every cell normalized
+    with the lake's `normalize_token`, hashed with `xash`, OR'd per row with `super_keys`."""
+    spec = spec or XashSpec()
+    source = MemorySource(spec)
+    for ref, (table_id, headers, rows) in enumerate(tables):
+        source.info[ref] = (table_id, json.dumps(list(headers)))
+        cells: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        owners: list[int] = []
+        tokens: list[str] = []
+        for r, row in enumerate(rows):
+            for c, raw in enumerate(row, start=1):
+                token = normalize_token(raw)
+                if token is not None:
+                    cells[token].append((r, c))
+                    owners.append(r)
+                    tokens.append(token)
+        hashes = xash(tokens, spec) if tokens else np.zeros((0, spec.words), np.uint64)
+        source.keys[ref] = super_keys(hashes, np.asarray(owners, np.int64), len(rows))
+        for token, items in cells.items():
+            arr = np.asarray(sorted(items), np.int32)
+            source.lists.setdefault(token, {})[ref] = Postings(token, ref, arr[:, 0], arr[:, 1])
+    return source

@@ -1,0 +1,138 @@
+"""Publish the MATE index from the lake into the catalog database (the `mate` publisher), inside
+the publish transaction of `spark_jobs.publish.catalog`.
+
+Incremental when the catalog holds the version this one was derived from: the rows of the batch's
+touched tables are deleted from the three tables and its added tables inserted under new
+`table_ref`s. A build, a re-hash, and a catalog with no index or at another version get every row
+rewritten. Posting lists go in as packed int32 arrays, row super keys as the lake holds them
+(`ROW_BLOCK`-row blobs).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from catalog.db.bulk import insert_rows
+from catalog.db.models.base import pack_int32_lists
+from catalog.search.mate.models import MateMeta, MatePosting, MateRowKeys, MateTable
+from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.bronze import DATASETS
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.mate.tables import MATE_POSTINGS, MATE_ROW_KEYS, MateState
+from spark_jobs.mate.update import read_state
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 500  # ids per DELETE ... IN (...)
+_BATCH_ROWS = 20_000
+
+
+def publish_mate(session: Session, store: LakeStore, batch: ChangeBatch | None = None) -> dict[str, int]:
+    """Bring the catalog's MATE tables to the lake's state (a publisher)."""
+    state = read_state(store)
+    if state is None:
+        return {"mate_index_version": 0}
+    meta = dict(session.execute(select(MateMeta.key, MateMeta.value)).tuples().all())
+    have = int(meta["index_version"]) if "index_version" in meta else None
+    if have == state.index_version:
+        return {"mate_index_version": state.index_version, "mate_tables_written": 0}
+    alike = meta.get("spec") == _spec_json(state) and have == state.base_version and not state.full
+    if batch is not None and alike:
+        _delete_tables(session, sorted(batch.touched))
+        written = _insert_tables(session, store, sorted(batch.added))
+    elif batch is None and alike:
+        written = 0  # a rebuild that changed nothing
+    else:
+        for model in (MatePosting, MateRowKeys, MateTable):
+            session.execute(delete(model))
+        written = _insert_tables(session, store, None)
+    _write_meta(session, state)
+    log.info("mate published", extra={"from_version": have, "to_version": state.index_version, "tables": written})
+    return {"mate_index_version": state.index_version, "mate_tables_written": written}
+
+
+def _spec_json(state: MateState) -> str:
+    return json.dumps(state.spec.as_dict(), sort_keys=True)
+
+
+def _delete_tables(session: Session, table_ids: Sequence[str]) -> None:
+    for i in range(0, len(table_ids), _CHUNK):
+        chunk = table_ids[i : i + _CHUNK]
+        refs = select(MateTable.table_ref).where(MateTable.table_id.in_(chunk))
+        session.execute(delete(MatePosting).where(MatePosting.table_ref.in_(refs)))
+        session.execute(delete(MateRowKeys).where(MateRowKeys.table_ref.in_(refs)))
+        session.execute(delete(MateTable).where(MateTable.table_id.in_(chunk)))
+
+
+def _insert_tables(session: Session, store: LakeStore, table_ids: list[str] | None) -> int:
+    """Insert these tables (all when None) under fresh table_refs; returns how many."""
+    if table_ids == []:
+        return 0
+    where = None if table_ids is None else {"table_id": table_ids}
+    datasets = store.read_arrow(DATASETS, columns=["table_id", "headers", "n_rows"], where=where).to_pylist()
+    start = (session.execute(select(func.max(MateTable.table_ref))).scalar() or 0) + 1
+    refs = {d["table_id"]: start + i for i, d in enumerate(sorted(datasets, key=lambda d: d["table_id"]))}
+    insert_rows(
+        session,
+        MateTable,
+        (
+            {
+                "table_ref": refs[d["table_id"]],
+                "table_id": d["table_id"],
+                "headers": json.dumps(d["headers"]),
+                "n_rows": d["n_rows"],
+            }
+            for d in datasets
+        ),
+    )
+    postings = store.read_arrow(MATE_POSTINGS, columns=["table_id", "token", "rows", "cols"], where=where)
+    for b in postings.to_batches(max_chunksize=_BATCH_ROWS):
+        insert_rows(session, MatePosting, _posting_rows(b, refs))
+    keys = store.read_arrow(MATE_ROW_KEYS, columns=["table_id", "block", "keys"], where=where)
+    for b in keys.to_batches(max_chunksize=_BATCH_ROWS):
+        insert_rows(session, MateRowKeys, _key_rows(b, refs))
+    return len(datasets)
+
+
+def _posting_rows(batch: pa.RecordBatch, refs: dict[str, int]) -> Iterator[dict[str, Any]]:
+    rows, cols = batch.column("rows"), batch.column("cols")
+    offsets = rows.offsets.to_numpy()
+    packed_rows = pack_int32_lists(
+        offsets - offsets[0], rows.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0])).to_numpy()
+    )
+    col_offsets = cols.offsets.to_numpy()
+    packed_cols = pack_int32_lists(
+        col_offsets - col_offsets[0],
+        cols.values.slice(int(col_offsets[0]), int(col_offsets[-1] - col_offsets[0])).to_numpy(),
+    )
+    lengths = np.diff(offsets).tolist()
+    for table_id, token, n, r, c in zip(
+        batch.column("table_id").to_pylist(),
+        batch.column("token").to_pylist(),
+        lengths,
+        packed_rows,
+        packed_cols,
+        strict=True,
+    ):
+        yield {"token": token, "table_ref": refs[table_id], "n": n, "rows": r, "cols": c}
+
+
+def _key_rows(batch: pa.RecordBatch, refs: dict[str, int]) -> Iterator[dict[str, Any]]:
+    columns = [batch.column(name).to_pylist() for name in ("table_id", "block", "keys")]
+    for table_id, block, keys in zip(*columns, strict=True):
+        yield {"table_ref": refs[table_id], "block": block, "keys": keys}
+
+
+def _write_meta(session: Session, state: MateState) -> None:
+    facts = {"index_version": str(state.index_version), "spec": _spec_json(state), "n_tables": str(state.n_tables)}
+    session.execute(delete(MateMeta))
+    session.add_all(MateMeta(key=k, value=v) for k, v in facts.items())
+    session.flush()

@@ -1,0 +1,167 @@
+"""MATE through the real pipeline, on both catalog databases: a folder lake built to fool a
+single-column index is crawled, indexed (super keys and posting lists in Spark), published and
+searched with `juncture search nary`; then tables are deleted, changed and added, and the XASH spec
+is changed; every method's answers equal brute force after each step, and over HTTP."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from catalog.api.app import create_app
+from catalog.cli.main import main
+from catalog.core.errors import XashMismatchError
+from catalog.core.identity import column_headers, file_table_id
+from catalog.core.settings import load_settings
+from catalog.core.xash import XashSpec
+from catalog.db.engine import open_catalog
+from catalog.search.mate import METHODS
+from catalog.search.mate.models import MateTable
+from catalog.search.mate.search import NaryRequest, search_nary
+from catalog.search.mate.source import CatalogSource
+from spark_jobs.lake.store import LakeStore
+from tests.mate.lake import Table, oracle, random_lake
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_url: str, spark) -> Iterator[Path]:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    for var in [v for v in os.environ if v.startswith("JUNCTURE_")]:
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("JUNCTURE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("JUNCTURE_CATALOG_URL", catalog_url)
+    (tmp_path / "juncture.toml").write_text("[index]\ncells_buckets = 4\n")
+    (tmp_path / "files").mkdir()
+    yield tmp_path
+
+
+def _write(path: Path, headers: list[str], rows: list[list[str | None]]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(headers)
+        w.writerows([["" if v is None else v for v in r] for r in rows])
+
+
+def _lake_tables(folder: Path) -> list[Table]:
+    """The folder's tables as the lake sees them: ids, contract headers, raw cells."""
+    out: list[Table] = []
+    for path in sorted(folder.glob("*.csv")):
+        with path.open(newline="", encoding="utf-8") as f:
+            header, *rows = list(csv.reader(f))
+        out.append((file_table_id(path.name), column_headers(header), [[v or None for v in r] for r in rows]))
+    return out
+
+
+def _nary(home: Path, query: Table, key: list[str], method: str, capsys: pytest.CaptureFixture[str]) -> list:
+    _write(home / "q.csv", query[1], query[2])
+    capsys.readouterr()
+    args = ["search", "nary", "--csv", str(home / "q.csv"), "--key", ",".join(key), "--method", method, "--k", "5"]
+    assert main([*args, "--json"]) == 0
+    return [(r["table_id"], r["joinability"], r["mapping"]) for r in json.loads(capsys.readouterr().out)]
+
+
+def _check(home: Path, query: Table, key: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    expected = oracle(_lake_tables(home / "files"), query[1], query[2], key, 5)
+    assert expected
+    for method in METHODS:
+        assert _nary(home, query, key, method, capsys) == expected, method
+
+
+def test_nary_search_through_the_pipeline_equals_brute_force(
+    home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = home / "files"
+    tables, query = random_lake(11, n_tables=24, key_size=3)
+    for table_id, headers, rows in tables:
+        _write(folder / f"{table_id}.csv", headers, rows)
+    assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
+    assert main(["index"]) == 0
+    _check(home, query, ["k0", "k1"], capsys)
+    _check(home, query, ["k0", "k1", "k2"], capsys)
+
+    # a batch: two tables deleted, two changed, two added
+    rng = np.random.default_rng(3)
+    (folder / "t001.csv").unlink()
+    (folder / "t007.csv").unlink()
+    for name in ("t005", "t010"):
+        _, headers, rows = tables[int(name[1:])]
+        _write(folder / f"{name}.csv", headers, [rows[i] for i in rng.permutation(len(rows))[: len(rows) // 2]])
+    more, _ = random_lake(12, n_tables=10, key_size=3)
+    for table_id, headers, rows in more[:2]:
+        _write(folder / f"new_{table_id}.csv", headers, rows)
+    assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
+    assert main(["index"]) == 0
+    state = LakeStore(load_settings().lake).read_arrow("mate_state").to_pylist()[0]
+    assert not state["full"]
+    with open_catalog(catalog_url).connect() as conn:
+        published = set(conn.execute(select(MateTable.table_id)).scalars())
+    assert published == {t for t, _, _ in _lake_tables(folder)}
+    _check(home, query, ["k0", "k1"], capsys)
+    _check(home, query, ["k1", "k2", "k0"], capsys)
+
+    # over HTTP, the key named or detected
+    client = TestClient(create_app(load_settings()))
+    body = (home / "q.csv").read_bytes()
+    answer = client.post("/v1/search/nary?key=k0,k1&k=5", content=body, headers={"content-type": "text/csv"})
+    assert answer.status_code == 200
+    got = [(r["table_id"], r["joinability"], r["mapping"]) for r in answer.json()["results"]]
+    assert got == oracle(_lake_tables(folder), query[1], query[2], ["k0", "k1"], 5)
+    assert client.post("/v1/search/nary?key=k0,nope", content=body).status_code == 400
+    assert client.post("/v1/search/nary?key=k0,k1", content=b"\xff\xfe").status_code == 400
+    assert client.post("/v1/search/nary?method=fast", content=body).status_code == 422
+
+
+def test_detected_key_and_a_spec_change(home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = home / "files"
+    _write(
+        folder / "visits.csv",
+        ["city", "day", "n"],
+        [["berlin", "mon", "1"], ["paris", "mon", "2"], ["berlin", "tue", "3"]],
+    )
+    _write(folder / "other.csv", ["when", "where"], [["mon", "berlin"], ["tue", "paris"], ["mon", "paris"]])
+    assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
+    assert main(["index"]) == 0
+    _write(
+        home / "q.csv",
+        ["town", "weekday", "note"],
+        [["Berlin", "Mon", "x"], ["Paris", "Mon", "x"], ["Paris", "Tue", "y"]],
+    )
+    capsys.readouterr()
+    assert main(["search", "nary", "--csv", str(home / "q.csv"), "--json"]) == 0
+    out = capsys.readouterr()
+    assert "key: town,weekday (detected" in out.err
+    got = [(r["table_id"], r["joinability"], r["mapping"]) for r in json.loads(out.out)]
+    assert got == [
+        (file_table_id("other.csv"), 3, {"town": "where", "weekday": "when"}),
+        (file_table_id("visits.csv"), 2, {"town": "city", "weekday": "day"}),
+    ]
+    with open_catalog(catalog_url).connect() as conn:
+        request = NaryRequest(["a", "b"], [["berlin", "mon"]], ["a", "b"], spec=XashSpec(bits=256))
+        with pytest.raises(XashMismatchError):
+            search_nary(CatalogSource(conn), request)
+
+    # the settings change: the next batch re-hashes every table at 256 bits
+    (home / "juncture.toml").write_text("[index]\ncells_buckets = 4\n\n[index.mate]\nbits = 256\n")
+    _write(folder / "more.csv", ["d", "c"], [["tue", "paris"]])
+    assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
+    assert main(["index"]) == 0
+    state = LakeStore(load_settings().lake).read_arrow("mate_state").to_pylist()[0]
+    assert state["full"] and json.loads(state["spec"])["bits"] == 256
+    with open_catalog(catalog_url).connect() as conn:
+        assert CatalogSource(conn).spec == XashSpec(bits=256)
+    capsys.readouterr()
+    assert main(["search", "nary", "--csv", str(home / "q.csv"), "--key", "town,weekday", "--json"]) == 0
+    got = [(r["table_id"], r["joinability"]) for r in json.loads(capsys.readouterr().out)]
+    assert got == [(file_table_id("other.csv"), 3), (file_table_id("visits.csv"), 2), (file_table_id("more.csv"), 1)]
+    assert main(["search", "nary", "--csv", str(home / "q.csv"), "--key", "town"]) == 2
+    assert main(["search", "nary", "--csv", str(home / "missing.csv"), "--key", "a,b"]) == 2

@@ -6,10 +6,12 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-
-from sqlalchemy import Engine
+from typing import TYPE_CHECKING
 
 from catalog.core.settings import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 
 @dataclass

@@ -1,6 +1,8 @@
 """The serving half of an index family (see `catalog.core.registry`): what the CLI (and any other
 surface) needs to answer searches from the family's catalog tables. It imports no Spark, Airflow
-or pipeline code.
+or pipeline code. Every `juncture` process imports every family's module to build its parser, so a
+family module imports its models and little else: a method or kind imports its search code (LSH
+Ensemble's pulls in pyarrow) when it runs.
 
 * `models`: the family's SQLAlchemy models (importing them registers its tables in the metadata);
 * `join_methods`: ways to answer `search join` (top-k lake columns by distinct-value overlap with
@@ -14,12 +16,13 @@ import argparse
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-from sqlalchemy import Connection
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from catalog.core.errors import UserError
 from catalog.core.registry import families, load
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 T = TypeVar("T", "JoinMethod", "SearchKind")
 

@@ -17,6 +17,18 @@ from catalog.db.models import CatalogColumn, CatalogTable
 
 CONTRACT = ["demo", "portal", "crawl", "index", "update", "rebuild", "lookup", "search", "serve"]
 JUNCTURE = str(Path(sys.executable).with_name("juncture"))
+# Every `juncture` process builds the whole parser (each family's search methods and kinds included)
+# and loads the settings (an `[index]` table loads every family's settings class); none of these may
+# load before a command that uses them runs.
+HEAVY = ("pyspark", "py4j", "airflow", "pyarrow", "pandas", "scipy", "fastapi", "pydantic", "uvicorn", "alembic")
+PARSER_PROBE = """
+import sys
+from catalog.cli.main import build_parser
+from catalog.core.settings import load_settings
+build_parser()
+load_settings()
+print(','.join(sorted({m.split('.')[0] for m in sys.modules} & set(sys.argv[1:]))))
+"""
 
 
 @pytest.fixture
@@ -52,6 +64,15 @@ def test_help_lists_every_contract_command() -> None:
     out = subprocess.run([JUNCTURE, "--help"], capture_output=True, text=True, check=True).stdout
     for command in CONTRACT:
         assert f"    {command}" in out
+
+
+def test_parser_and_settings_import_nothing_heavy(tmp_path: Path) -> None:
+    (tmp_path / "juncture.toml").write_text("[index]\njoinable_k = 20\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JUNCTURE_")}
+    proc = subprocess.run(
+        [sys.executable, "-c", PARSER_PROBE, *HEAVY], capture_output=True, text=True, cwd=tmp_path, env=env, check=True
+    )
+    assert proc.stdout == "\n"
 
 
 @pytest.mark.parametrize("argv", [["search", "semantic", "--values", "-"]])

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection
-
-from catalog.search.family import JoinMethod, SearchFamily, SearchKind, read_values
+from catalog.search.family import JoinMethod, JoinRequest, SearchFamily, SearchKind, read_values
 from catalog.search.lshensemble.models import LsheColumn, LsheMeta
-from catalog.search.lshensemble.search import ContainRequest, search_contain, search_join
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 COLUMNS = ("containment", "overlap", "estimate", "size", "column_id", "table_id", "column", "exact")
 
@@ -26,7 +26,15 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _join(conn: Connection, request: JoinRequest) -> list[dict[str, Any]]:
+    from catalog.search.lshensemble.search import search_join  # deferred: pyarrow loads only when LSHE searches
+
+    return search_join(conn, request)
+
+
 def _run(args: argparse.Namespace, conn: Connection) -> list[dict[str, Any]]:
+    from catalog.search.lshensemble.search import ContainRequest, search_contain  # deferred: as in `_join`
+
     request = ContainRequest(read_values(args.values), threshold=args.threshold, k=args.k, verify=args.verify)
     return search_contain(conn, request)
 
@@ -39,7 +47,7 @@ FAMILY = SearchFamily(
             "lshe",
             "LSH Ensemble: containment searches at falling thresholds until k columns reach one "
             "(approximate: exact overlaps, but a column LSH misses is not listed)",
-            search_join,
+            _join,
             exact=False,
         ),
     ),

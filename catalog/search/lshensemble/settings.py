@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from catalog.core.errors import SettingsError
-from catalog.core.minhash import MAX_NUM_PERM
 
 if TYPE_CHECKING:
     from catalog.core.settings import Settings
@@ -33,6 +32,9 @@ class LshEnsembleSettings:
     rebuild_cost_ratio: float = 1.25
 
     def __post_init__(self) -> None:
+        # deferred: minhash loads pyarrow, and every command reads the settings (with every family's class)
+        from catalog.core.minhash import MAX_NUM_PERM
+
         checks = {
             "num_perm": 1 <= self.num_perm <= MAX_NUM_PERM,
             "seed": self.seed >= 0,

@@ -7,10 +7,11 @@ columns to t's columns, maximised over mappings. Answers are ordered by J descen
 of mappings with the same J the one with the smallest column positions (in key order) is reported;
 a table with J = 0 is never listed. Every method gives exactly these answers:
 
-* `mate`: Algorithm 1. The initial column is the key column whose values' posting lists are the
-  shortest in total (one count per key column; the paper's fewest-distinct-values rule misjudges
-  columns of common values). Its lists are fetched and grouped by table; tables are taken by their
-  number of items L_t, largest first. A row passes only if its super key has every bit of the query
+* `mate`: Algorithm 1. The initial column is the key column whose values give the fewest (query
+  tuple, lake row) pairs: list lengths from one count per key column, each times the query tuples
+  holding the value (the paper's fewest-distinct-values rule misjudges columns of common values).
+  Its lists are fetched and grouped by table; tables are taken by their number of items L_t,
+  largest first. A row passes only if its super key has every bit of the query
   tuple's (no false negatives: a row holding the tuple's values has their XASH bits), and the
   survivors are verified against the table's posting lists of the other key values;
 * `scr`: the same without the super-key filter (every fetched row is verified), the paper's SCR;
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -144,13 +145,15 @@ class _Search:
         self.stats.tables = len(order)
         tuple_ids = _tuples_by_value(self.tuples, init)
         pairs = {ref: _pairs(by_table[ref], tuple_ids) for ref in order}
-        n_pairs = {ref: len(p[0]) for ref, p in pairs.items()}
-        if self.method == "mate":
-            pairs = self._filtered(pairs, self._query_keys(distinct))
+        query_keys = self._query_keys(distinct) if self.method == "mate" else None
         others = self._all_other_lists(distinct, init) if self.method == "mcr" else None
         pending = iter(order)
-        while not self.stopped and (chunk := self._next_chunk(pending, info, length, pairs, n_pairs)):
-            lists = others if others is not None else self._other_lists(chunk, pairs, init)
+        while not self.stopped:
+            candidates = self._candidates(pending, info, length)
+            if not candidates:
+                break
+            chunk = self._worth_verifying(candidates, info, pairs, query_keys)
+            lists = others if others is not None else self._other_lists(chunk, pairs, init) if chunk else {}
             for ref in chunk:
                 joined, positions = self._joinability(pairs[ref], lists.get(ref, {}), init)
                 if joined:
@@ -159,43 +162,60 @@ class _Search:
                     self._offer(NaryResult(table_id, joined, mapping, positions))
         return NaryOutcome(self.top, self.stats)
 
-    def _next_chunk(
-        self,
-        pending: Iterator[int],
-        info: dict[int, tuple[str, str]],
-        length: dict[int, int],
-        pairs: dict[int, _Pairs],
-        n_pairs: dict[int, int],
+    def _candidates(
+        self, pending: Iterator[int], info: dict[int, tuple[str, str]], length: dict[int, int]
     ) -> list[int]:
-        """The next tables to verify, in order, at most VERIFY_BATCH (their other lists are read in
-        one query). The rules are checked against the answers so far: a chunk's own answers are not
-        in yet, so it may verify a table it could have skipped, never skip one it must verify."""
-        chunk: list[int] = []
+        """The next tables Rule 1 keeps, in order, at most VERIFY_BATCH (their row keys and other
+        lists are read in one query each). The rules are checked against the answers so far: a
+        chunk's own answers are not in yet, so it may read a table it could have skipped, never skip
+        one it must read."""
+        out: list[int] = []
         for ref in pending:
-            table_id = info[ref][0]
-            if self.method != "brute" and self._cannot_enter(length[ref], table_id):
+            if self.method != "brute" and self._cannot_enter(length[ref], info[ref][0]):
                 if length[ref] < self._kth()[0]:
                     self.stopped = True  # Rule 1: no later table has more items
                     break
                 continue
+            out.append(ref)
             self.stats.tables_read += 1
             self.stats.items += length[ref]
+            if len(out) >= VERIFY_BATCH:
+                break
+        return out
+
+    def _worth_verifying(
+        self,
+        candidates: list[int],
+        info: dict[int, tuple[str, str]],
+        pairs: dict[int, _Pairs],
+        query_keys: np.ndarray | None,
+    ) -> list[int]:
+        """The candidates whose pairs (filtered by the super keys, with `query_keys`) can still make
+        the top k (Rule 2)."""
+        n_pairs = {ref: len(pairs[ref][0]) for ref in candidates}
+        if query_keys is not None:
+            pairs.update(self._filtered({ref: pairs[ref] for ref in candidates}, query_keys))
+        chunk = []
+        for ref in candidates:
             self.stats.pairs += n_pairs[ref]
             self.stats.passed += len(pairs[ref][0])
-            bound = len(np.unique(pairs[ref][0]))
-            if self.method != "brute" and self._cannot_enter(bound, table_id):
+            if self.method != "brute" and self._cannot_enter(len(np.unique(pairs[ref][0])), info[ref][0]):
                 continue  # Rule 2
             self.stats.verified += len(pairs[ref][0])
             chunk.append(ref)
-            if len(chunk) >= VERIFY_BATCH:
-                break
         return chunk
 
     # ------------------------------------------------------------------ steps
     def _initial_column(self, distinct: list[list[str]]) -> int:
-        """The key column whose values' posting lists hold the fewest items in total."""
-        totals = [sum(self.source.list_lengths(values).values()) for values in distinct]
-        return int(np.argmin(totals))
+        """The key column whose values give the fewest (query tuple, lake row) pairs: the sum over its
+        values of their posting-list length times the number of query tuples holding them (for a
+        column of distinct values, the summed list length; a column of a few common values, a
+        country or a small integer, pairs each of its many items with many tuples)."""
+        costs = []
+        for i, values in enumerate(distinct):
+            tuples_with = Counter(t[i] for t in self.tuples)
+            costs.append(sum(n * tuples_with[v] for v, n in self.source.list_lengths(values).items()))
+        return int(np.argmin(costs))
 
     def _query_keys(self, distinct: list[list[str]]) -> np.ndarray:
         """(tuples, words) uint64: each query tuple's super key, the OR of its values' XASH."""
@@ -209,17 +229,12 @@ class _Search:
 
     def _filtered(self, pairs: dict[int, _Pairs], query_keys: np.ndarray) -> dict[int, _Pairs]:
         """The pairs whose row's super key covers the query tuple's (the paper's subset test); the
-        row keys of every table are read at once."""
-        unique = {ref: np.unique(p[1], return_inverse=True) for ref, p in pairs.items() if len(p[1])}
-        keys = self.source.row_keys({ref: u[0] for ref, u in unique.items()})
+        row keys of all these tables are read at once."""
+        keys = self.source.row_keys({ref: p[1] for ref, p in pairs.items()})
         out = {}
         for ref, (tuple_of, rows, cols) in pairs.items():
-            if ref not in unique:
-                out[ref] = (tuple_of, rows, cols)
-                continue
-            row_keys = keys[ref][unique[ref][1]]
             q = query_keys[tuple_of]
-            keep = np.all((row_keys & q) == q, axis=1)
+            keep = np.all((keys[ref] & q) == q, axis=1)
             out[ref] = (tuple_of[keep], rows[keep], cols[keep])
         return out
 

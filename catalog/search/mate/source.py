@@ -7,8 +7,8 @@ Both give the search the same four reads, each one round trip per batch of value
   is the key column whose values' lists are shortest in total);
 * `postings(tokens, table_refs=None)`: the (token, table) lists of these tokens, in some tables or
   all;
-* `row_keys(rows)`: the super keys of some rows of some tables (one read for many tables: a search
-  filters the candidate rows of every table before it verifies any);
+* `row_keys(rows)`: the super keys of some rows of some tables, aligned with the rows given (one
+  read for many tables);
 * `tables(refs)`: table ids and headers (as stored, JSON: a search parses only its answers').
 """
 
@@ -55,6 +55,15 @@ class MateSource(Protocol):
     def tables(self, refs: Iterable[int]) -> dict[int, tuple[str, str]]: ...
 
 
+def _blocks_of(rows: np.ndarray) -> list[int]:
+    """The `mate_row_keys` blocks holding these rows (a mask, not a sort: rows come by the million)."""
+    if len(rows) == 0:
+        return []
+    mask = np.zeros(int(rows.max()) // ROW_BLOCK + 1, bool)
+    mask[rows // ROW_BLOCK] = True
+    return [int(b) for b in np.flatnonzero(mask)]
+
+
 def _chunks(items: Sequence[str]) -> Iterable[list[str]]:
     for i in range(0, len(items), _CHUNK):
         yield list(items[i : i + _CHUNK])
@@ -95,29 +104,20 @@ class CatalogSource:
 
     def row_keys(self, rows: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
         words = self.spec.words
-        wanted = sorted({(ref, int(b)) for ref, r in rows.items() for b in np.unique(r // ROW_BLOCK).tolist()})
-        blocks: dict[tuple[int, int], np.ndarray] = {}
+        needed = {ref: _blocks_of(r) for ref, r in rows.items()}
+        wanted = sorted((ref, b) for ref, blocks in needed.items() for b in blocks)
+        dense = {ref: np.zeros(((int(r.max()) + 1 if len(r) else 0), words), np.uint64) for ref, r in rows.items()}
         for i in range(0, len(wanted), _CHUNK):
             key = tuple_(MateRowKeys.table_ref, MateRowKeys.block)
             q = select(MateRowKeys.table_ref, MateRowKeys.block, MateRowKeys.keys).where(
                 key.in_(wanted[i : i + _CHUNK])
             )
-            blocks.update(
-                ((ref, b), np.frombuffer(blob, "<u8").reshape(-1, words)) for ref, b, blob in self.conn.execute(q)
-            )
-        out = {}
-        for ref, r in rows.items():
-            keys = np.zeros((len(r), words), np.uint64)
-            for b in np.unique(r // ROW_BLOCK).tolist():
-                block = blocks.get((ref, b))
-                if block is None:
-                    continue
-                at = np.flatnonzero(r // ROW_BLOCK == b)
-                offset = r[at] - b * ROW_BLOCK
-                inside = offset < len(block)
-                keys[at[inside]] = block[offset[inside]]
-            out[ref] = keys
-        return out
+            for ref, b, blob in self.conn.execute(q):
+                block = np.frombuffer(blob, "<u8").reshape(-1, words)
+                start = b * ROW_BLOCK
+                block = block[: max(0, len(dense[ref]) - start)]
+                dense[ref][start : start + len(block)] = block
+        return {ref: dense[ref][r] for ref, r in rows.items()}
 
     def tables(self, refs: Iterable[int]) -> dict[int, tuple[str, str]]:
         wanted = sorted(set(refs))

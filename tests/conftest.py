@@ -21,6 +21,20 @@ PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 _schema_counter = itertools.count(1)
 
 
+def cli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_url: str, toml: str) -> Path:
+    """`tmp_path` as the working folder of `juncture` commands run in-process: no JUNCTURE_*
+    variable from the environment, the home and catalog given, `juncture.toml` = `toml`, and an
+    empty `files/` folder to crawl."""
+    monkeypatch.chdir(tmp_path)
+    for var in [v for v in os.environ if v.startswith("JUNCTURE_")]:
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("JUNCTURE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("JUNCTURE_CATALOG_URL", catalog_url)
+    (tmp_path / "juncture.toml").write_text(toml)
+    (tmp_path / "files").mkdir(exist_ok=True)
+    return tmp_path
+
+
 def make_settings(home: Path, **overrides: object) -> Settings:
     """Settings for a test: everything under `home`, Spark sized for tests, no config file."""
     base = load_settings({}, cwd=home)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,22 +25,19 @@ from catalog.db.engine import open_catalog
 from catalog.search.lshensemble.models import LsheColumn
 from catalog.search.lshensemble.search import load_index, signed_candidates
 from spark_jobs.lake.store import LakeStore
+from tests.conftest import cli_home
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_url: str, spark) -> Iterator[Path]:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    for var in [v for v in os.environ if v.startswith("JUNCTURE_")]:
-        monkeypatch.delenv(var)
-    monkeypatch.setenv("JUNCTURE_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("JUNCTURE_CATALOG_URL", catalog_url)
-    (tmp_path / "juncture.toml").write_text(
-        "[index]\ncells_buckets = 4\n\n[index.lshensemble]\nnum_perm = 128\nn_partitions = 4\n"
+    yield cli_home(
+        tmp_path,
+        monkeypatch,
+        catalog_url,
+        "[index]\ncells_buckets = 4\n\n[index.lshensemble]\nnum_perm = 128\nn_partitions = 4\n",
     )
-    (tmp_path / "files").mkdir()
-    yield tmp_path
 
 
 def _write(path: Path, header: list[str], columns: list[list[str]]) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from catalog.search.mate.models import MateTable
 from catalog.search.mate.search import NaryRequest, search_nary
 from catalog.search.mate.source import CatalogSource
 from spark_jobs.lake.store import LakeStore
+from tests.conftest import cli_home
 from tests.mate.lake import Table, oracle, random_lake
 
 pytestmark = pytest.mark.slow
@@ -35,14 +35,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_url: str, spark) -> Iterator[Path]:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    for var in [v for v in os.environ if v.startswith("JUNCTURE_")]:
-        monkeypatch.delenv(var)
-    monkeypatch.setenv("JUNCTURE_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("JUNCTURE_CATALOG_URL", catalog_url)
-    (tmp_path / "juncture.toml").write_text("[index]\ncells_buckets = 4\n")
-    (tmp_path / "files").mkdir()
-    yield tmp_path
+    yield cli_home(tmp_path, monkeypatch, catalog_url, "[index]\ncells_buckets = 4\n")
 
 
 def _write(path: Path, headers: list[str], rows: list[list[str | None]]) -> None:

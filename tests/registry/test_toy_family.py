@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from catalog.core.identity import file_table_id, normalize_token
 from catalog.core.settings import load_settings
 from catalog.db.engine import open_catalog
 from spark_jobs.lake.store import LakeStore
+from tests.conftest import cli_home
 from tests.registry.toy.models import ToyColumn
 
 TOY = registry.FamilyEntry(
@@ -34,12 +34,7 @@ TOY = registry.FamilyEntry(
 
 @pytest.fixture
 def toy_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_url: str, spark) -> Iterator[Path]:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    for var in [v for v in os.environ if v.startswith("JUNCTURE_")]:
-        monkeypatch.delenv(var)
-    monkeypatch.setenv("JUNCTURE_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("JUNCTURE_CATALOG_URL", catalog_url)
-    (tmp_path / "juncture.toml").write_text("[index]\ncells_buckets = 4\n\n[index.toy]\nrebuild_always = true\n")
+    cli_home(tmp_path, monkeypatch, catalog_url, "[index]\ncells_buckets = 4\n\n[index.toy]\nrebuild_always = true\n")
     registry.register(TOY)
     try:
         yield tmp_path
@@ -92,7 +87,6 @@ def test_a_family_from_a_test_folder_runs_through_pipeline_and_cli(
     toy_home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lake_dir = toy_home / "files"
-    lake_dir.mkdir()
     _write(lake_dir / "a.csv", [["city", "n"], ["Boston", "1"], ["Denver", "2"], ["Austin", "3"]])
     _write(lake_dir / "b.csv", [["town"], ["boston"], ["DENVER"], ["Fresno"]])
     settings = load_settings()

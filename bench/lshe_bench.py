@@ -59,6 +59,7 @@ import numpy as np
 from bench.lshe_lake import TokenLake, describe, gather, seed_lake, zipf_lake
 from catalog.core.minhash import MinHashSpec, murmur3_32, signatures
 from catalog.search.lshensemble.index import EnsembleIndex, Plan, prefix_length
+from catalog.search.lshensemble.index import rarest as rarest_of
 from catalog.search.lshensemble.partitions import histogram, optimal_uppers
 from catalog.search.lshensemble.tuning import band_table
 
@@ -264,7 +265,7 @@ def prefix_path(
         n = prefix_length(len(query), len(query), threshold)
         if n == 0:
             return np.empty(0, np.int64)
-        rarest = query[np.argsort(inverted.frequency(query), kind="stable")[:n]]
+        rarest = query[rarest_of(inverted.frequency(query), n)]
         found, _ = gather(inverted.ptr, inverted.rows, rarest)
         wanted = np.zeros(len(index.uppers), dtype=bool)
         wanted[parts] = True

@@ -9,7 +9,7 @@ import pytest
 from catalog.core.minhash import MinHashSpec
 from catalog.search.lshensemble import index as index_module
 from catalog.search.lshensemble import partitions
-from catalog.search.lshensemble.index import EnsembleIndex, band_keys
+from catalog.search.lshensemble.index import EnsembleIndex, band_keys, rarest
 from tests.lshensemble.lake import Postings, brute_force, queries, sign_all, skewed_lake
 
 SPEC = MinHashSpec(num_perm=128, seed=3)
@@ -156,3 +156,13 @@ def test_bad_input_is_refused() -> None:
     index = EnsembleIndex(SPEC, np.array([2]), sigs, sizes)
     with pytest.raises(ValueError):
         index.candidates(sigs[0], 1, 1.5)
+
+
+def test_rarest_is_the_stable_sorts_prefix() -> None:
+    """The exact path's rarest tokens in linear time: the same set as a stable sort's first n."""
+    rng = np.random.default_rng(11)
+    for _ in range(500):
+        frequency = rng.integers(0, int(rng.integers(1, 8)), int(rng.integers(0, 60)))
+        n = int(rng.integers(-1, len(frequency) + 3))
+        expected = np.sort(np.argsort(frequency, kind="stable")[: max(n, 0)])
+        assert np.array_equal(rarest(frequency, n), expected)

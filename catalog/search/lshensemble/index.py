@@ -131,6 +131,21 @@ def prefix_length(n_known: int, size: int, threshold: float) -> int:
     return max(0, n_known - need + 1)
 
 
+def rarest(frequency: np.ndarray, n: int) -> np.ndarray:
+    """Positions of the n smallest frequencies, ties taken in position order: the set that
+    `np.argsort(frequency, kind="stable")[:n]` starts with (in position order), in linear time. A
+    large query's exact path needs a few of its thousands of tokens; sorting them all cost more
+    than the rest of the query."""
+    if n >= len(frequency):
+        return np.arange(len(frequency))
+    if n <= 0:
+        return np.empty(0, np.intp)
+    kth = np.partition(frequency, n - 1)[n - 1]
+    below = frequency < kth
+    ties = np.flatnonzero(frequency == kth)[: n - int(below.sum())]
+    return np.sort(np.concatenate([np.flatnonzero(below), ties]))
+
+
 @dataclass
 class _Level:
     """The bands of one length r of every partition: keys (moved into their partition's key

@@ -132,18 +132,23 @@ def prefix_length(n_known: int, size: int, threshold: float) -> int:
 
 
 def rarest(frequency: np.ndarray, n: int) -> np.ndarray:
-    """Positions of the n smallest frequencies, ties taken in position order: the set that
-    `np.argsort(frequency, kind="stable")[:n]` starts with (in position order), in linear time. A
-    large query's exact path needs a few of its thousands of tokens; sorting them all cost more
-    than the rest of the query."""
+    """Positions of the n smallest frequencies (non-negative integers), ties taken in position
+    order: the set that `np.argsort(frequency, kind="stable")[:n]` starts with, in position order,
+    in linear time. A large query's exact path needs thousands of its tokens; sorting them all
+    cost more than the rest of the query. The n-th smallest comes from a count of each frequency
+    (np.partition degrades on the few distinct values real lists have: 100x slower on a column
+    whose tokens are in one or two columns each); frequencies far above the query's size are
+    sorted instead, as counting them would cost more."""
     if n >= len(frequency):
         return np.arange(len(frequency))
     if n <= 0:
         return np.empty(0, np.intp)
-    kth = np.partition(frequency, n - 1)[n - 1]
-    below = frequency < kth
-    ties = np.flatnonzero(frequency == kth)[: n - int(below.sum())]
-    return np.sort(np.concatenate([np.flatnonzero(below), ties]))
+    if int(frequency.max()) > 8 * len(frequency) + 4096:
+        return np.sort(np.argsort(frequency, kind="stable")[:n])
+    kth = int(np.searchsorted(np.cumsum(np.bincount(frequency)), n))  # the least f with n at or below it
+    keep = frequency < kth
+    keep[np.flatnonzero(frequency == kth)[: n - int(np.count_nonzero(keep))]] = True
+    return np.flatnonzero(keep)
 
 
 @dataclass
@@ -156,21 +161,28 @@ class _Level:
 
     keys: np.ndarray  # uint64, ascending
     rows: np.ndarray  # int64 row of each key
-    shift: np.uint64 = field(init=False)  # a key's run is key >> shift
-    starts: np.ndarray = field(init=False)  # int64: run k is keys[starts[k]:starts[k + 1]]
-
-    def __post_init__(self) -> None:
-        bits = min(max(1, (len(self.keys) // _KEYS_PER_RUN).bit_length()), 32)
-        self.shift = np.uint64(64 - bits)
-        counts = np.bincount((self.keys >> self.shift).astype(np.intp), minlength=1 << bits)
-        self.starts = np.zeros(len(counts) + 1, dtype=np.int64)
-        np.cumsum(counts, out=self.starts[1:])
+    shift: np.uint64  # a key's run is key >> shift
+    starts: np.ndarray  # int64: run k is keys[starts[k]:starts[k + 1]]
 
     @staticmethod
-    def of(signatures: np.ndarray, rows: np.ndarray, parts: np.ndarray, r: int, n_bands: int) -> _Level:
+    def of(
+        signatures: np.ndarray,
+        rows: np.ndarray,
+        parts: np.ndarray,
+        r: int,
+        n_bands: int,
+        shift: np.uint64 | None = None,
+    ) -> _Level:
+        """The level of these rows (runs of `shift`, else of a width giving about _KEYS_PER_RUN keys each)."""
         keys = partition_keys(band_keys(signatures, r, n_bands), parts[:, None]).ravel()
         order = np.argsort(keys, kind="stable")
-        return _Level(keys[order], np.repeat(rows, n_bands)[order])
+        keys = keys[order]
+        if shift is None:
+            shift = np.uint64(64 - min(max(1, (len(keys) // _KEYS_PER_RUN).bit_length()), 32))
+        counts = np.bincount((keys >> shift).astype(np.intp), minlength=1 << (64 - int(shift)))
+        starts = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        return _Level(keys, np.repeat(rows, n_bands)[order], shift, starts)
 
     def find(self, query_keys: np.ndarray) -> np.ndarray:
         """The rows holding any of these keys (with repeats): every key of each query key's run
@@ -185,9 +197,11 @@ class _Level:
         return self.rows[at[self.keys[at] == np.repeat(query_keys, lengths)]]
 
     def merged(self, other: _Level) -> _Level:
-        """Both levels' keys in one (an insert: cheaper than sorting the whole level again)."""
+        """Both levels' keys in one, `other` made with this level's runs (an insert: cheaper than
+        sorting the whole level again; the runs' starts add up, so they are not counted again)."""
         at = np.searchsorted(self.keys, other.keys, "right")
-        return _Level(np.insert(self.keys, at, other.keys), np.insert(self.rows, at, other.rows))
+        keys, rows = np.insert(self.keys, at, other.keys), np.insert(self.rows, at, other.rows)
+        return _Level(keys, rows, self.shift, self.starts + other.starts)
 
 
 @dataclass
@@ -334,7 +348,8 @@ class EnsembleIndex:
         self.parts = np.concatenate([self.parts, parts])
         self.alive = np.concatenate([self.alive, np.ones(len(sizes), dtype=bool)])
         for r, level in list(self._levels.items()):
-            self._levels[r] = level.merged(_Level.of(signatures, rows, parts, r, self.spec.num_perm // r))
+            added = _Level.of(signatures, rows, parts, r, self.spec.num_perm // r, level.shift)
+            self._levels[r] = level.merged(added)
         return rows
 
     def remove(self, rows: np.ndarray) -> None:

@@ -30,7 +30,7 @@ inverted index here, JOSIE's lists in the catalog) for the partitions LSH cannot
 with LSH alone and ours with exact verification; datasketch = `list(query(minhash, size))`.
 
 Build: ours = signing (apart) + partitioning + `EnsembleIndex` + every band level a query may use
-(all partitions × r = 1..max_r: the eager upper bound of the lazily built index); datasketch =
+(one per r = 1..max_r, each over all partitions: the eager upper bound of the lazily built index); datasketch =
 `index()` per threshold. Insert of the held-back 1%: ours = signing them + `EnsembleIndex.add`;
 datasketch has no insert: it rebuilds `index()` on all columns, per threshold. After the insert
 ours is queried again (truth over the grown lake), including recall of the inserted columns.
@@ -59,6 +59,7 @@ import numpy as np
 from bench.lshe_lake import TokenLake, describe, gather, seed_lake, zipf_lake
 from catalog.core.minhash import MinHashSpec, murmur3_32, signatures
 from catalog.search.lshensemble.index import EnsembleIndex, Plan, prefix_length
+from catalog.search.lshensemble.index import rarest as rarest_of
 from catalog.search.lshensemble.partitions import histogram, optimal_uppers
 from catalog.search.lshensemble.tuning import band_table
 
@@ -124,10 +125,6 @@ class Inverted:
         """|Q ∩ X| of every row X (int32, n_rows)."""
         rows, _ = gather(self.ptr, self.rows, query)
         return np.bincount(rows, minlength=self.n_rows).astype(np.int32)
-
-    def rows_with_any(self, tokens: np.ndarray) -> np.ndarray:
-        rows, _ = gather(self.ptr, self.rows, tokens)
-        return np.unique(rows)
 
 
 @dataclass(frozen=True)
@@ -256,16 +253,23 @@ def pick_queries(sizes: np.ndarray, n: int, rng: random.Random) -> np.ndarray:
     return np.array(sorted(picked), dtype=np.int64)
 
 
-def prefix_path(inverted: Inverted, query: np.ndarray, threshold: float) -> Callable[[np.ndarray], np.ndarray]:
+def prefix_path(
+    inverted: Inverted, query: np.ndarray, threshold: float, index: EnsembleIndex
+) -> Callable[[np.ndarray], np.ndarray]:
     """The exact path `catalog.search.lshensemble.search` gives `candidates`: the rows on the posting
-    lists of the query's `prefix_length` rarest tokens (every query token is a lake token here)."""
+    lists of the query's `prefix_length` rarest tokens (every query token is a lake token here), only
+    those of the partitions asked for, as the catalog keeps only their sets (repeats are left in:
+    `candidates` makes its rows distinct)."""
 
     def rows(parts: np.ndarray) -> np.ndarray:
         n = prefix_length(len(query), len(query), threshold)
         if n == 0:
             return np.empty(0, np.int64)
-        rarest = query[np.argsort(inverted.frequency(query), kind="stable")[:n]]
-        return inverted.rows_with_any(rarest)
+        rarest = query[rarest_of(inverted.frequency(query), n)]
+        found, _ = gather(inverted.ptr, inverted.rows, rarest)
+        wanted = np.zeros(len(index.uppers), dtype=bool)
+        wanted[parts] = True
+        return found[wanted[index.parts[found]]]
 
     return rows
 
@@ -273,7 +277,7 @@ def prefix_path(inverted: Inverted, query: np.ndarray, threshold: float) -> Call
 def build_ours(
     lake: TokenLake, sigs: np.ndarray, spec: MinHashSpec, args: argparse.Namespace, times: BuildTimes
 ) -> EnsembleIndex:
-    """Partitions, index and every band level a query may use (all partitions × r = 1..max_r; the
+    """Partitions, index and every band level a query may use (one per r = 1..max_r over all partitions; the
     index builds them lazily, on a query's first use: this is the eager upper bound)."""
     sizes = lake.sizes[: lake.n_base]
     with _timed_build():
@@ -282,12 +286,11 @@ def build_ours(
         t1 = time.perf_counter()
         index = EnsembleIndex(spec, uppers, sigs, sizes, max_r=args.max_r)
         t2 = time.perf_counter()
-        for p in range(len(index.uppers)):
-            for r in range(1, args.max_r + 1):
-                index._level(p, r)
+        for r in range(1, args.max_r + 1):
+            index._level(r)
         t3 = time.perf_counter()
     times.partitioning, times.construction, times.levels = t1 - t0, t2 - t1, t3 - t2
-    times.n_levels = len(index.uppers) * args.max_r
+    times.n_levels = args.max_r
     return index
 
 
@@ -365,7 +368,7 @@ def bench_lake(lake: TokenLake, args: argparse.Namespace) -> LakeResult:
 
         def run_ours(qi: int, t: float = t) -> np.ndarray:
             q = int(queries[qi])
-            return index.candidates(sigs[q], int(qsizes[qi]), t, exact=prefix_path(inverted, qtokens[qi], t))
+            return index.candidates(sigs[q], int(qsizes[qi]), t, exact=prefix_path(inverted, qtokens[qi], t, index))
 
         def run_lsh(qi: int, t: float = t) -> np.ndarray:
             return index.candidates(sigs[int(queries[qi])], int(qsizes[qi]), t)
@@ -442,7 +445,9 @@ def after_insert_rows(
         for qi, q in enumerate(queries.tolist()):
             overlaps = inverted.overlaps(qtokens[qi])
             true = np.flatnonzero(overlaps >= need(t, len(qtokens[qi])))
-            cand = index.candidates(all_sigs[q], len(qtokens[qi]), t, exact=prefix_path(inverted, qtokens[qi], t))
+            cand = index.candidates(
+                all_sigs[q], len(qtokens[qi]), t, exact=prefix_path(inverted, qtokens[qi], t, index)
+            )
             hit = np.isin(true, cand)
             new = true >= lake.n_base
             found, total = found + int(hit.sum()), total + len(true)

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from catalog.core.minhash import MinHashSpec
+from catalog.search.lshensemble import index as index_module
 from catalog.search.lshensemble import partitions
-from catalog.search.lshensemble.index import EnsembleIndex, band_keys
+from catalog.search.lshensemble.index import EnsembleIndex, band_keys, rarest
 from tests.lshensemble.lake import Postings, brute_force, queries, sign_all, skewed_lake
 
 SPEC = MinHashSpec(num_perm=128, seed=3)
@@ -35,6 +36,32 @@ def test_band_keys_equal_exactly_when_bands_are_equal() -> None:
     keys = band_keys(sigs, 4, 4)
     assert keys[0, 0] == keys[1, 0] and keys[0, 1] != keys[1, 1]
     assert len(np.unique(keys)) == keys.size - 1  # no other collision, also across bands
+
+
+def test_single_value_bands_never_collide() -> None:
+    """At r = 1 a key is value x odd multiplier + seed mod 2^64: a bijection per band."""
+    sigs = np.arange(0, 2**31, 2**31 // 5000, dtype=np.uint32)[:, None] * np.ones((1, 8), np.uint32)
+    keys = band_keys(sigs, 1, 8)
+    assert len(np.unique(keys)) == keys.size
+
+
+def test_candidates_equal_sorted_or_masked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Candidates are made distinct by sorting when few and by a mask over the rows when many:
+    both give the same rows, with dead rows dropped."""
+    columns = skewed_lake(seed=9, n_columns=300)
+    sigs, sizes = sign_all(SPEC, columns)
+    index = _built(sigs, sizes)
+    index.remove(np.arange(0, 300, 7))
+    asked = [
+        (sig, len(q), t) for q in queries(columns, seed=10, n=15) for t in (0.3, 0.8) for sig in sign_all(SPEC, [q])[0]
+    ]
+    found = {}
+    for ratio in (0, 10**9):  # always sort, always mask
+        monkeypatch.setattr(index_module, "_MASK_RATIO", ratio)
+        found[ratio] = [index.candidates(sig, size, t) for sig, size, t in asked]
+    for sorted_rows, masked_rows in zip(found[0], found[10**9], strict=True):
+        assert np.array_equal(sorted_rows, masked_rows)
+        assert index.alive[masked_rows].all()
 
 
 @pytest.mark.parametrize("threshold", [0.5, 0.7, 0.9])
@@ -129,3 +156,14 @@ def test_bad_input_is_refused() -> None:
     index = EnsembleIndex(SPEC, np.array([2]), sigs, sizes)
     with pytest.raises(ValueError):
         index.candidates(sigs[0], 1, 1.5)
+
+
+def test_rarest_is_the_stable_sorts_prefix() -> None:
+    """The exact path's rarest tokens in linear time: the same set as a stable sort's first n."""
+    rng = np.random.default_rng(11)
+    for _ in range(500):
+        high = int(rng.choice([2, 8, 10**6]))  # few distinct values (counted) or sparse ones (sorted)
+        frequency = rng.integers(0, high, int(rng.integers(0, 60)))
+        n = int(rng.integers(-1, len(frequency) + 3))
+        expected = np.sort(np.argsort(frequency, kind="stable")[: max(n, 0)])
+        assert np.array_equal(rarest(frequency, n), expected)

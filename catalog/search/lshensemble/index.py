@@ -1,15 +1,16 @@
 """The in-memory LSH Ensemble a search runs on: signatures grouped by size partition, with band
-keys built per (partition, r) on first use and kept sorted for `np.searchsorted`.
+keys built per band length r on first use (one sorted array over all partitions, each partition's
+keys moved into a key space of its own) and searched with `np.searchsorted`.
 
 Why band keys are built here rather than read from the catalog: a query picks its band length r
 per partition (1..max_r), so every r needs its own bands (num_perm/1 + num_perm/2 + ... keys per
 column, 533 at 256 permutations). Publishing them would multiply the catalog by that; they are a
 pure function of the signatures, derived in numpy in well under a second for 100,000 columns, and
-only for the (partition, r) pairs queries actually use.
+only for the lengths r queries actually use.
 
-A band key is a 64-bit mix of the band's number and its r values; two columns share a key when
-their bands are equal (or, with probability about n·2^-64, by a collision, which only adds a
-candidate that verification drops). A band key never misses an equal band, so the LSH guarantee
+A band key is a 64-bit hash of the band's number and its r values (`band_keys`); two columns share
+a key when their bands are equal (or, with probability about n·2^-64, by a collision, which only
+adds a candidate that verification drops). A band key never misses an equal band, so the LSH guarantee
 is the thesis's: a column in partition i is a candidate with probability 1 - (1 - s^r)^b where s
 is its Jaccard similarity with the query, and s >= s*_i whenever its containment is >= t*.
 
@@ -21,6 +22,7 @@ marks columns dead. A repartition (`with_uppers`) re-buckets the same signatures
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,23 +44,62 @@ MIN_PROBABILITY = 0.99
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+# A partition's keys are its rows' band keys plus p times this odd constant, so one sorted array
+# per band length r serves every partition (equal keys: same partition and same band, or a 2^-64
+# coincidence that only adds a candidate).
+_PARTITION_SALT = np.uint64(0xD6E8FEB86659FD93)
+_SHIFTS = (np.uint64(30), np.uint64(27), np.uint64(31))
+_LOG_MISS = float(np.log1p(-MIN_PROBABILITY))  # numpy's log1p, as per query (math's differs by an ulp)
+_MAX_BANDS = 1 << 30
+# Candidates are made distinct with a mask over all rows once there are more than 1/_MASK_RATIO of
+# the rows (O(n) but no sort), by sorting below that.
+_MASK_RATIO = 64
+# Keys per run of equal top bits in a level, on average (see `_Level`).
+_KEYS_PER_RUN = 4
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
     """splitmix64's finalizer (numpy's uint64 arithmetic wraps, as the finalizer expects)."""
-    x = (x ^ (x >> np.uint64(30))) * _M1
-    x = (x ^ (x >> np.uint64(27))) * _M2
-    return x ^ (x >> np.uint64(31))
+    x = (x ^ (x >> _SHIFTS[0])) * _M1
+    x = (x ^ (x >> _SHIFTS[1])) * _M2
+    return x ^ (x >> _SHIFTS[2])
+
+
+@functools.lru_cache(maxsize=64)
+def _band_seeds(n_bands: int) -> np.ndarray:
+    """The starting value of bands 0..n_bands-1 (read-only; cached: a query asks for them every time)."""
+    seeds = (np.arange(n_bands, dtype=np.uint64) + np.uint64(1)) * _GOLDEN
+    seeds.flags.writeable = False
+    return seeds
+
+
+@functools.lru_cache(maxsize=64)
+def _coefficients(r: int) -> np.ndarray:
+    """r odd 64-bit multipliers, one per position in a band (splitmix64 outputs with the low bit set)."""
+    with np.errstate(over="ignore"):
+        out = _mix((np.arange(r, dtype=np.uint64) + np.uint64(1)) * _PARTITION_SALT) | np.uint64(1)
+    out.flags.writeable = False
+    return out
 
 
 def band_keys(signatures: np.ndarray, r: int, n_bands: int) -> np.ndarray:
-    """(n, n_bands) uint64 keys of bands 0..n_bands-1 of length r of each signature row."""
+    """(n, n_bands) uint64 keys of bands 0..n_bands-1 of length r of each signature row.
+
+    A key is the band's seed plus a dot product of its r values with fixed odd multipliers, mod
+    2^64: one matrix product for every band and every r, where mixing value by value took a dozen
+    numpy calls per position (it dominated a query's time). Equal bands get equal keys; unequal
+    ones collide only where the weighted difference of their values vanishes mod 2^64, which for
+    values below 2^31 and one odd multiplier is impossible at r = 1 and about as likely as 2^-64
+    for longer bands: a collision only adds a candidate that verification drops."""
     sig = np.atleast_2d(signatures)[:, : n_bands * r].astype(np.uint64).reshape(-1, n_bands, r)
-    keys = np.broadcast_to((np.arange(n_bands, dtype=np.uint64) + np.uint64(1)) * _GOLDEN, sig.shape[:2]).copy()
     with np.errstate(over="ignore"):
-        for j in range(r):
-            keys = _mix(keys ^ sig[:, :, j])
-    return keys
+        return sig @ _coefficients(r) + _band_seeds(n_bands)
+
+
+def partition_keys(keys: np.ndarray, parts: np.ndarray) -> np.ndarray:
+    """Band keys moved into their partition's key space (see `_PARTITION_SALT`)."""
+    with np.errstate(over="ignore"):
+        return keys + parts.astype(np.uint64) * _PARTITION_SALT
 
 
 @dataclass(frozen=True)
@@ -71,12 +112,15 @@ class Plan:
     exact: np.ndarray  # bool
 
 
-def _bands_for(s: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Bands of length r needed for 1 - (1 - s^r)^b >= MIN_PROBABILITY (a huge number when s^r ~ 0)."""
-    hit = np.clip(np.asarray(s, dtype=np.float64) ** r, 0.0, 1.0)
-    with np.errstate(divide="ignore"):
-        need = np.log1p(-MIN_PROBABILITY) / np.log1p(-np.minimum(hit, 1.0 - 1e-12))
-    return np.ceil(np.nan_to_num(need, nan=np.inf, posinf=np.inf).clip(1, 1 << 30)).astype(np.int64)
+def _bands_for(s: np.ndarray, r: np.ndarray | int) -> np.ndarray:
+    """Bands of length r needed for 1 - (1 - s^r)^b >= MIN_PROBABILITY (2^30 when s^r ~ 0).
+
+    s > 0 here (a positive threshold over a positive ratio), so s^r > 0 unless it underflows; the
+    logarithm is kept below -1e-300 so that the quotient is then huge rather than a division by
+    zero (no `np.errstate` per query), and the bound caps it."""
+    hit = np.minimum(s**r, 1.0 - 1e-12)
+    need = _LOG_MISS / np.minimum(np.log1p(-hit), -1e-300)
+    return np.ceil(np.minimum(need, _MAX_BANDS)).astype(np.int64)
 
 
 def prefix_length(n_known: int, size: int, threshold: float) -> int:
@@ -87,29 +131,77 @@ def prefix_length(n_known: int, size: int, threshold: float) -> int:
     return max(0, n_known - need + 1)
 
 
+def rarest(frequency: np.ndarray, n: int) -> np.ndarray:
+    """Positions of the n smallest frequencies (non-negative integers), ties taken in position
+    order: the set that `np.argsort(frequency, kind="stable")[:n]` starts with, in position order,
+    in linear time. A large query's exact path needs thousands of its tokens; sorting them all
+    cost more than the rest of the query. The n-th smallest comes from a count of each frequency
+    (np.partition degrades on the few distinct values real lists have: 100x slower on a column
+    whose tokens are in one or two columns each); frequencies far above the query's size are
+    sorted instead, as counting them would cost more."""
+    if n >= len(frequency):
+        return np.arange(len(frequency))
+    if n <= 0:
+        return np.empty(0, np.intp)
+    if int(frequency.max()) > 8 * len(frequency) + 4096:
+        return np.sort(np.argsort(frequency, kind="stable")[:n])
+    kth = int(np.searchsorted(np.cumsum(np.bincount(frequency)), n))  # the least f with n at or below it
+    keep = frequency < kth
+    keep[np.flatnonzero(frequency == kth)[: n - int(np.count_nonzero(keep))]] = True
+    return np.flatnonzero(keep)
+
+
 @dataclass
 class _Level:
-    """One partition's bands of one length r: keys sorted, with the row each key belongs to."""
+    """The bands of one length r of every partition: keys (moved into their partition's key
+    space) sorted, with the row each key belongs to, and where each run of keys sharing their top
+    bits starts. One array for all partitions means one lookup per query and r, whatever the
+    number of partitions probed; the runs make it two memory reads per key where a binary search
+    over millions of keys made two dozen, mostly cache misses."""
 
     keys: np.ndarray  # uint64, ascending
     rows: np.ndarray  # int64 row of each key
+    shift: np.uint64  # a key's run is key >> shift
+    starts: np.ndarray  # int64: run k is keys[starts[k]:starts[k + 1]]
+
+    @staticmethod
+    def of(
+        signatures: np.ndarray,
+        rows: np.ndarray,
+        parts: np.ndarray,
+        r: int,
+        n_bands: int,
+        shift: np.uint64 | None = None,
+    ) -> _Level:
+        """The level of these rows (runs of `shift`, else of a width giving about _KEYS_PER_RUN keys each)."""
+        keys = partition_keys(band_keys(signatures, r, n_bands), parts[:, None]).ravel()
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        if shift is None:
+            shift = np.uint64(64 - min(max(1, (len(keys) // _KEYS_PER_RUN).bit_length()), 32))
+        counts = np.bincount((keys >> shift).astype(np.intp), minlength=1 << (64 - int(shift)))
+        starts = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        return _Level(keys, np.repeat(rows, n_bands)[order], shift, starts)
 
     def find(self, query_keys: np.ndarray) -> np.ndarray:
-        lo = np.searchsorted(self.keys, query_keys, "left")
-        hi = np.searchsorted(self.keys, query_keys, "right")
-        hit = hi > lo
-        if not hit.any():
+        """The rows holding any of these keys (with repeats): every key of each query key's run
+        is compared with it (a few per run, plus the run of an equal band many columns share)."""
+        run = (query_keys >> self.shift).astype(np.intp)
+        lo = self.starts[run]
+        lengths = self.starts[run + 1] - lo
+        total = int(lengths.sum())
+        if total == 0:
             return np.empty(0, np.int64)
-        lo, hi = lo[hit], hi[hit]
-        lengths = hi - lo
-        starts = np.repeat(lo - np.cumsum(lengths) + lengths, lengths)
-        return self.rows[starts + np.arange(lengths.sum())]
+        at = np.repeat(lo - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
+        return self.rows[at[self.keys[at] == np.repeat(query_keys, lengths)]]
 
-    def merged(self, keys: np.ndarray, rows: np.ndarray) -> _Level:
-        order = np.argsort(keys, kind="stable")
-        keys, rows = keys[order], rows[order]
-        at = np.searchsorted(self.keys, keys, "right")
-        return _Level(np.insert(self.keys, at, keys), np.insert(self.rows, at, rows))
+    def merged(self, other: _Level) -> _Level:
+        """Both levels' keys in one, `other` made with this level's runs (an insert: cheaper than
+        sorting the whole level again; the runs' starts add up, so they are not counted again)."""
+        at = np.searchsorted(self.keys, other.keys, "right")
+        keys, rows = np.insert(self.keys, at, other.keys), np.insert(self.rows, at, other.rows)
+        return _Level(keys, rows, self.shift, self.starts + other.starts)
 
 
 @dataclass
@@ -126,7 +218,7 @@ class EnsembleIndex:
     fn_weight: float = 0.5
     parts: np.ndarray = field(init=False)
     alive: np.ndarray = field(init=False)
-    _levels: dict[tuple[int, int], _Level] = field(init=False, default_factory=dict)
+    _levels: dict[int, _Level] = field(init=False, default_factory=dict)  # by band length r
 
     def __post_init__(self) -> None:
         self.signatures = np.ascontiguousarray(self.signatures, dtype=np.uint32).reshape(-1, self.spec.num_perm)
@@ -135,8 +227,7 @@ class EnsembleIndex:
             raise ValueError(f"{len(self.sizes)} sizes for {len(self.signatures)} signatures")
         if (self.sizes < 1).any():
             raise ValueError("an indexed column has at least one distinct token")
-        self.uppers = raised(np.asarray(self.uppers, dtype=np.int64), self.sizes) if len(self.sizes) else self.uppers
-        self.uppers = np.asarray(self.uppers, dtype=np.int64)
+        self.uppers = raised(np.asarray(self.uppers, dtype=np.int64), self.sizes)  # checked here, not per query
         self.parts = partition_of(self.sizes, self.uppers).astype(np.int64)
         self.alive = np.ones(len(self.sizes), dtype=bool)
 
@@ -164,15 +255,17 @@ class EnsembleIndex:
         its columns can hold that many of the query's values."""
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
-        b, r = self.table.choose(self.uppers, size, min(threshold, TUNING_MAX_THRESHOLD))
-        reachable = self.uppers >= threshold * size
-        s = threshold / (self.uppers / size + 1.0 - threshold)  # Jaccard of a worst-case answer
+        num_perm, uppers = self.spec.num_perm, self.uppers.astype(np.float64)
+        b, r = self.table.lookup(uppers, size, min(threshold, TUNING_MAX_THRESHOLD))
+        reachable = uppers >= threshold * size
+        s = threshold / (uppers / size + 1.0 - threshold)  # Jaccard of a worst-case answer
         b = np.maximum(b, _bands_for(s, r))  # more bands of the tuned length where the tuning falls short
-        short = b * r > self.spec.num_perm
-        b = np.where(short, _bands_for(s, np.ones_like(r)), b)  # else single-value bands
-        r = np.where(short, 1, r)
-        exact = reachable & (b > self.spec.num_perm)
-        b = np.minimum(b, self.spec.num_perm // r)
+        short = b * r > num_perm
+        if short.any():  # else single-value bands
+            b = np.where(short, _bands_for(s, 1), b)
+            r = np.where(short, 1, r)
+        exact = reachable & (b > num_perm)
+        b = np.minimum(b, num_perm // r)
         return Plan(b, r, reachable & ~exact, exact)
 
     def candidates(
@@ -191,42 +284,62 @@ class EnsembleIndex:
             return np.empty(0, np.int64)
         plan = self.plan(size, threshold)
         probed = plan.probed if exact is not None else plan.probed | plan.exact
-        found = []
-        for p in np.flatnonzero(probed):
-            level = self._level(int(p), int(plan.r[p]))
-            if len(level.keys):
-                found.append(level.find(band_keys(signature, int(plan.r[p]), int(plan.b[p]))[0]))
+        found = self._probe(signature, plan, probed)
         if exact is not None and plan.exact.any():
             rows = np.asarray(exact(np.flatnonzero(plan.exact)), dtype=np.int64)
-            found.append(rows[np.isin(self.parts[rows], np.flatnonzero(plan.exact))])
+            found.append(rows[plan.exact[self.parts[rows]]])
+        return self._distinct_alive(found)
+
+    def _distinct_alive(self, found: list[np.ndarray]) -> np.ndarray:
+        """The live rows among `found`, ascending, each once: sorted (np.unique) when they are few,
+        marked in a mask over every row when they are many (a common value's posting lists, or
+        single-value bands of a small query, give thousands: sorting them cost more than the rest
+        of the query)."""
         if not found:
             return np.empty(0, np.int64)
-        rows = np.unique(np.concatenate(found))
-        return rows[self.alive[rows]]
+        rows = np.concatenate(found) if len(found) > 1 else found[0]
+        if len(rows) * _MASK_RATIO < len(self.alive):
+            rows = np.unique(rows)
+            return rows[self.alive[rows]]
+        mask = np.zeros(len(self.alive), dtype=bool)
+        mask[rows] = True
+        return np.flatnonzero(mask & self.alive)
 
-    def _level(self, p: int, r: int) -> _Level:
-        level = self._levels.get((p, r))
+    def _probe(self, signature: np.ndarray, plan: Plan, probed: np.ndarray) -> list[np.ndarray]:
+        """Rows sharing a band with the query in the probed partitions (with repeats): per band
+        length r, the query's keys of every probed partition using r are made in one go (the
+        first b of that partition's bands, moved into its key space) and searched in one go; the
+        numpy calls per query depend on the lengths used (one or two), not on the partitions."""
+        parts = np.flatnonzero(probed)
+        if len(parts) == 0:
+            return []
+        b, r = plan.b[parts], plan.r[parts]
+        lengths = set(r.tolist())
+        found = []
+        for length in sorted(lengths):
+            mine = (parts, b) if len(lengths) == 1 else (parts[r == length], b[r == length])
+            keys = band_keys(signature, length, int(mine[1].max()))[0]
+            band = np.arange(int(mine[1].sum())) - np.repeat(np.cumsum(mine[1]) - mine[1], mine[1])
+            found.append(self._level(length).find(partition_keys(keys[band], np.repeat(mine[0], mine[1]))))
+        return found
+
+    def _level(self, r: int) -> _Level:
+        """The bands of length r of every live row (built on first use, kept up to date by `add`)."""
+        level = self._levels.get(r)
         if level is None:
-            rows = np.flatnonzero((self.parts == p) & self.alive)
+            rows = np.flatnonzero(self.alive)
             n_bands = self.spec.num_perm // r
-            keys = band_keys(self.signatures[rows], r, n_bands).ravel()
-            owners = np.repeat(rows, n_bands)
-            order = np.argsort(keys, kind="stable")
-            level = self._levels[(p, r)] = _Level(keys[order], owners[order])
+            level = self._levels[r] = _Level.of(self.signatures[rows], rows, self.parts[rows], r, n_bands)
         return level
 
     def add(self, signatures: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         """Index more columns; returns their rows. A column larger than every bound raises the
-        last bound first (the levels of that partition are dropped: its (b, r) change)."""
+        last bound first (no level changes: the rows already indexed keep their partitions)."""
         signatures = np.asarray(signatures, dtype=np.uint32).reshape(-1, self.spec.num_perm)
         sizes = np.asarray(sizes, dtype=np.int64)
         if (sizes < 1).any():
             raise ValueError("an indexed column has at least one distinct token")
-        uppers = raised(self.uppers, sizes)
-        if len(self.uppers) and uppers[-1] != self.uppers[-1]:
-            last = len(uppers) - 1
-            self._levels = {key: level for key, level in self._levels.items() if key[0] != last}
-        self.uppers = uppers
+        self.uppers = raised(self.uppers, sizes)
         start = len(self.sizes)
         rows = np.arange(start, start + len(sizes), dtype=np.int64)
         parts = partition_of(sizes, self.uppers).astype(np.int64)
@@ -234,12 +347,9 @@ class EnsembleIndex:
         self.sizes = np.concatenate([self.sizes, sizes])
         self.parts = np.concatenate([self.parts, parts])
         self.alive = np.concatenate([self.alive, np.ones(len(sizes), dtype=bool)])
-        for (p, r), level in list(self._levels.items()):
-            mine = rows[parts == p]
-            if len(mine):
-                n_bands = self.spec.num_perm // r
-                keys = band_keys(self.signatures[mine], r, n_bands).ravel()
-                self._levels[(p, r)] = level.merged(keys, np.repeat(mine, n_bands))
+        for r, level in list(self._levels.items()):
+            added = _Level.of(signatures, rows, parts, r, self.spec.num_perm // r, level.shift)
+            self._levels[r] = level.merged(added)
         return rows
 
     def remove(self, rows: np.ndarray) -> None:

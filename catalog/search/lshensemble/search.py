@@ -32,6 +32,7 @@ from catalog.search.josie import normalize_values
 from catalog.search.josie.models import JosieSet
 from catalog.search.josie.reader import DbIndexReader
 from catalog.search.lshensemble.index import EnsembleIndex, prefix_length
+from catalog.search.lshensemble.index import rarest as rarest_of
 from catalog.search.lshensemble.models import LsheColumn, LsheMeta
 from catalog.search.lshensemble.partitions import partition_of
 
@@ -132,7 +133,7 @@ def _prefix_path(query: _Query, size: int, threshold: float) -> Callable[[np.nda
         n = prefix_length(len(token_ids), size, threshold)
         if n == 0:
             return np.empty(0, np.int64)
-        rarest = token_ids[np.argsort(frequency, kind="stable")[:n]]
+        rarest = token_ids[rarest_of(frequency, n)]
         lists = reader.read_lists_packed(sorted(int(t) for t in rarest))
         inside = np.isin(partition_of(lists.sizes.astype(np.int64), loaded.index.uppers), parts)
         set_ids = np.unique(lists.set_ids[inside])

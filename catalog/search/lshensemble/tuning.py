@@ -51,7 +51,17 @@ class BandTable:
     fn_weight: float
     log_ratios: np.ndarray
     thresholds: np.ndarray
-    _rows: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+    # b and r of every grid point, valid in the rows marked computed: dense, so that `choose` is a
+    # few numpy calls per query whatever the number of partitions
+    _b: np.ndarray = field(init=False, repr=False)
+    _r: np.ndarray = field(init=False, repr=False)
+    _computed: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        shape = (len(self.log_ratios), len(self.thresholds))
+        object.__setattr__(self, "_b", np.zeros(shape, dtype=np.int32))
+        object.__setattr__(self, "_r", np.zeros(shape, dtype=np.int32))
+        object.__setattr__(self, "_computed", np.zeros(len(self.log_ratios), dtype=bool))
 
     @property
     def b(self) -> np.ndarray:
@@ -63,16 +73,19 @@ class BandTable:
 
     def _table(self, which: int) -> np.ndarray:
         self._compute(np.arange(len(self.log_ratios)))
-        out = np.stack([self._rows[i][which] for i in range(len(self.log_ratios))])
+        out = (self._b if which == 0 else self._r).copy()
         out.flags.writeable = False
         return out
 
     def _compute(self, rows: np.ndarray) -> None:
-        missing = [int(i) for i in np.unique(rows) if int(i) not in self._rows]
-        if missing:
-            b, r = _best(self.num_perm, self.max_r, (self.fp_weight, self.fn_weight), self.log_ratios[missing])
-            for k, i in enumerate(missing):
-                self._rows[i] = (b[k], r[k])
+        """Fill the rows not computed yet (b and r first, then the mark: a reader in another
+        thread never sees a marked row unfilled)."""
+        if self._computed[rows].all():
+            return
+        missing = np.unique(rows[~self._computed[rows]])
+        b, r = _best(self.num_perm, self.max_r, (self.fp_weight, self.fn_weight), self.log_ratios[missing])
+        self._b[missing], self._r[missing] = b, r
+        self._computed[missing] = True
 
     def choose(self, uppers: np.ndarray, query_size: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
         """(b, r) for each partition upper bound, for a query of `query_size` distinct values.
@@ -98,14 +111,18 @@ class BandTable:
         bounds = np.asarray(uppers, dtype=np.float64)
         if bounds.size and not bounds.min() >= 1:
             raise ValueError(f"uppers must be >= 1, got {bounds.min()}")
+        return self.lookup(bounds, query_size, threshold)
+
+    def lookup(self, bounds: np.ndarray, query_size: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+        """`choose` without its checks, for a caller that made them once (the index, whose bounds
+        are checked when set): a query plans with it, and the checks cost as much as the lookup."""
         step = (self.log_ratios[-1] - self.log_ratios[0]) / (len(self.log_ratios) - 1)
-        position = (np.log(bounds / query_size) - self.log_ratios[0]) / step
-        i = np.clip(np.rint(position), 0, len(self.log_ratios) - 1).astype(np.intp)
+        i = np.rint((np.log(bounds / query_size) - self.log_ratios[0]) / step)
+        i = np.minimum(np.maximum(i, 0, out=i), len(self.log_ratios) - 1, out=i).astype(np.intp)
         j = min(max(math.floor(threshold * len(self.thresholds) + 0.5) - 1, 0), len(self.thresholds) - 1)
-        self._compute(i)
-        b = np.array([self._rows[int(k)][0][j] for k in i], dtype=np.int32)
-        r = np.array([self._rows[int(k)][1][j] for k in i], dtype=np.int32)
-        return b, r
+        if not self._computed[i].all():
+            self._compute(i)
+        return self._b[i, j], self._r[i, j]
 
 
 @functools.lru_cache(maxsize=8)

@@ -9,6 +9,7 @@ import pytest
 from catalog.core.errors import UserError, XashMismatchError
 from catalog.core.xash import XashSpec
 from catalog.search.mate import METHODS
+from catalog.search.mate.query import choose_key, composite_keys, parse_csv
 from catalog.search.mate.search import NaryRequest, search_nary
 from catalog.search.mate.source import build_memory_source
 from tests.mate.lake import oracle, random_lake
@@ -88,3 +89,18 @@ def test_no_false_negative_from_the_filter() -> None:
         source = build_memory_source(tables, XashSpec(bits=bits))
         expected = oracle(tables, headers, rows, headers[:3], 10)
         assert _answers(source, headers, rows, headers[:3], 10, "mate")[0] == expected
+
+
+def test_query_csv_and_its_detected_key() -> None:
+    headers, rows = parse_csv("\ufeffcity,day,n,\nberlin,mon,1,\nberlin,tue,1,\nparis,mon,2,\n")
+    assert headers == ["city", "day", "n", "column_4"] and rows[2] == ["paris", "mon", "2", ""]
+    keys = composite_keys(headers, rows)  # column_4 is empty: never part of a key
+    assert keys == [("city", "day"), ("day", "n")]
+    assert choose_key(headers, rows, None) == (["city", "day"], keys)
+    assert choose_key(headers, rows, "n, day") == (["n", "day"], [])
+    with pytest.raises(UserError, match="not valid CSV: unexpected end of data"):
+        parse_csv('a,b\n"x,1\n')
+    with pytest.raises(UserError, match="empty"):
+        parse_csv("\n\n")
+    with pytest.raises(UserError, match="no composite key"):
+        choose_key(["a", "b"], [["1", "x"], ["1", "x"]], None)

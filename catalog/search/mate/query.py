@@ -26,7 +26,7 @@ QueryTable = tuple[list[str], list[list[str | None]]]
 def parse_csv(text: str, *, what: str = "the query CSV") -> QueryTable:
     """(headers, data rows) of a CSV text; headers named by the lake's contract (`column_headers`)."""
     try:
-        records = list(csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline="")))
+        records = list(csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline=""), strict=True))
     except csv.Error as e:
         raise UserError(f"{what} is not valid CSV: {e}") from None
     records = [r for r in records if r]

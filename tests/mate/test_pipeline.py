@@ -112,6 +112,8 @@ def test_nary_search_through_the_pipeline_equals_brute_force(
     assert client.post("/v1/search/nary?key=k0,nope", content=body).status_code == 400
     assert client.post("/v1/search/nary?key=k0,k1", content=b"\xff\xfe").status_code == 400
     assert client.post("/v1/search/nary?method=fast", content=body).status_code == 422
+    assert client.post("/v1/search/nary?key=a,b", content=b'a,b\n"x,1\n').status_code == 400  # malformed
+    assert client.post("/v1/search/nary?key=a,b", content=b"a,b\n" + b"x,y\n" * 1_100_000).status_code == 413
 
 
 def test_detected_key_and_a_spec_change(home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str]) -> None:

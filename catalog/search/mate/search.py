@@ -123,6 +123,9 @@ def search_nary(source: MateSource, request: NaryRequest) -> NaryOutcome:
 
 
 class _Search:
+    """One search's state: the query tuples, the top k so far (pruning reads it as it grows) and the
+    work counters; `run` walks the initial column's tables in Algorithm 1's order."""
+
     def __init__(self, source: MateSource, key: list[str], tuples: list[tuple[str, ...]], k: int, method: str) -> None:
         self.source, self.key, self.tuples, self.k, self.method = source, key, tuples, k, method
         self.stats = NaryStats(tuples=len(tuples))

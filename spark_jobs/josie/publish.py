@@ -22,7 +22,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from catalog.db.bulk import insert_rows
-from catalog.db.models.base import pack_int32_lists, text_key
+from catalog.db.models.base import pack_int32_list_array, text_key
 from catalog.search.josie.models import JosieMeta, JosiePosting, JosieSet, JosieToken
 from spark_jobs.josie.build import read_state
 from spark_jobs.josie.tables import (
@@ -139,9 +139,9 @@ def _token_rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
 def _posting_rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
     for i, s, p, z in zip(
         batch.column("token_id").to_pylist(),
-        _arrays(batch.column("set_ids")),
-        _arrays(batch.column("positions")),
-        _arrays(batch.column("sizes")),
+        pack_int32_list_array(batch.column("set_ids")),
+        pack_int32_list_array(batch.column("positions")),
+        pack_int32_list_array(batch.column("sizes")),
         strict=True,
     ):
         yield {"token_id": i, "set_ids": s, "positions": p, "sizes": z}
@@ -153,7 +153,7 @@ def _set_rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
         batch.column("column_id").to_pylist(),
         batch.column("table_id").to_pylist(),
         batch.column("size").to_pylist(),
-        _arrays(batch.column("tokens")),
+        pack_int32_list_array(batch.column("tokens")),
         strict=True,
     ):
         yield {"set_id": i, "column_id": c, "table_id": t, "size": z, "tokens": a}
@@ -164,11 +164,6 @@ def _rows(store: LakeStore, name: str, key: str, keys: list[int] | None) -> pa.T
     if keys is None:
         return table
     return table.filter(pc.is_in(table[key], pa.array(keys, pa.int64())))
-
-
-def _arrays(column: pa.Array) -> Iterator[bytes]:
-    """A list<int32> column as one packed array per row, packed for the whole column at once."""
-    return pack_int32_lists(column.offsets.to_numpy(), column.values.to_numpy(zero_copy_only=False))
 
 
 def _write_meta(session: Session, state: JosieState) -> None:

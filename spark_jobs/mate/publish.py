@@ -21,7 +21,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from catalog.db.bulk import insert_rows
-from catalog.db.models.base import pack_int32_lists
+from catalog.db.models.base import pack_int32_list_array
 from catalog.search.mate.models import MateMeta, MatePosting, MateRowKeys, MateTable
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
@@ -103,17 +103,9 @@ def _insert_tables(session: Session, store: LakeStore, table_ids: list[str] | No
 
 
 def _posting_rows(batch: pa.RecordBatch, refs: dict[str, int]) -> Iterator[dict[str, Any]]:
-    rows, cols = batch.column("rows"), batch.column("cols")
-    offsets = rows.offsets.to_numpy()
-    packed_rows = pack_int32_lists(
-        offsets - offsets[0], rows.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0])).to_numpy()
-    )
-    col_offsets = cols.offsets.to_numpy()
-    packed_cols = pack_int32_lists(
-        col_offsets - col_offsets[0],
-        cols.values.slice(int(col_offsets[0]), int(col_offsets[-1] - col_offsets[0])).to_numpy(),
-    )
-    lengths = np.diff(offsets).tolist()
+    lengths = np.diff(batch.column("rows").offsets.to_numpy()).tolist()
+    packed_rows = pack_int32_list_array(batch.column("rows"))
+    packed_cols = pack_int32_list_array(batch.column("cols"))
     for table_id, token, n, r, c in zip(
         batch.column("table_id").to_pylist(),
         batch.column("token").to_pylist(),

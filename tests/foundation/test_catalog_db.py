@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from alembic import command
 from sqlalchemy import Column, Integer, MetaData, Table, insert, inspect, select
@@ -21,7 +22,7 @@ from catalog.db.engine import (
     session_scope,
 )
 from catalog.db.models import CatalogColumn, CatalogTable, ColumnProfile, PackedInt32Array, PackedInt64Array, TableKey
-from catalog.db.models.base import pack_int32_lists, text_key
+from catalog.db.models.base import pack_int32_list_array, pack_int32_lists, text_key
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 
@@ -157,3 +158,13 @@ def test_sqlite_catalog_runs_in_wal_mode(tmp_path) -> None:  # type: ignore[no-u
 def test_head_constants_match_alembic() -> None:
     """`HEAD` and the families' `migration_head` spare a lookup from parsing every script."""
     assert head_revisions() == expected_heads()
+
+
+def test_a_sliced_list_array_packs_only_its_own_lists() -> None:
+    lists = pa.array([[1, 2], [], [3], [2**31 - 1, -4, 5], [6]], pa.list_(pa.int32()))
+    whole = list(pack_int32_list_array(lists))
+    assert [np.frombuffer(b, "<i4").tolist() for b in whole] == lists.to_pylist()
+    for start, length in [(0, 5), (1, 3), (3, 2), (2, 0)]:
+        assert list(pack_int32_list_array(lists.slice(start, length))) == whole[start : start + length]
+    batches = pa.table({"x": lists}).to_batches(max_chunksize=2)
+    assert [b for batch in batches for b in pack_int32_list_array(batch.column("x"))] == whole

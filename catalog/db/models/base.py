@@ -16,13 +16,16 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from sqlalchemy import DateTime, Index, LargeBinary, MetaData
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # only for a type: every command imports the models
 
 # Named constraints let migrations drop or alter them on SQLite (batch mode) and PostgreSQL alike.
 NAMING_CONVENTION = {
@@ -124,6 +127,14 @@ def pack_int32_lists(offsets: np.ndarray, values: Any) -> Iterator[bytes]:
     as given)."""
     flat = _checked(values, "<i4")
     return (flat[offsets[i] : offsets[i + 1]].tobytes() for i in range(len(offsets) - 1))
+
+
+def pack_int32_list_array(lists: pa.ListArray) -> Iterator[bytes]:
+    """`pack_int32_lists` of an Arrow list<int32> array, which may be a slice (a batch of a larger
+    table): only the slice's own values are checked and converted, not its parent's."""
+    offsets = lists.offsets.to_numpy()
+    start, end = int(offsets[0]), int(offsets[-1])
+    return pack_int32_lists(offsets - start, lists.values.slice(start, end - start).to_numpy(zero_copy_only=False))
 
 
 def unpack_int32(blob: bytes) -> np.ndarray:

@@ -283,6 +283,14 @@ class LakeStore:
         rows = self._read_table(DeltaTable(self.uri(name), version=version), name, None).to_pylist()
         return Manifest.from_row(rows[0]) if rows else None
 
+    def one_row(self, name: str) -> dict[str, Any] | None:
+        """The row of a one-row table (an index family's state), as readers see it; None when the
+        table does not exist or is empty."""
+        if not self.exists(name):
+            return None
+        rows = self.read_arrow(name).to_pylist()
+        return rows[0] if rows else None
+
     def with_pins(self, pins: Mapping[str, int]) -> LakeStore:
         """Another store on the same lake whose readers see `pins` (e.g. the state after a batch)."""
         store = LakeStore(self.root, self.spark, pins=pins)

@@ -88,10 +88,8 @@ def _tokens(store: LakeStore, settings: Settings, table_ids: list[str] | None) -
 
 # ---------------------------------------------------------------------- state
 def read_state(store: LakeStore) -> LsheState | None:
-    if not store.exists(LSHE_STATE):
-        return None
-    rows = store.read_arrow(LSHE_STATE).to_pylist()
-    return LsheState.from_row(rows[0]) if rows else None
+    row = store.one_row(LSHE_STATE)
+    return LsheState.from_row(row) if row else None
 
 
 def fresh_uppers(sizes: np.ndarray, counts: np.ndarray, family: LshEnsembleSettings) -> np.ndarray:

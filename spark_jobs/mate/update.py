@@ -170,10 +170,8 @@ def _cells(store: LakeStore, settings: Settings, table_ids: list[str] | None) ->
 
 
 def read_state(store: LakeStore) -> MateState | None:
-    if not store.exists(MATE_STATE):
-        return None
-    rows = store.read_arrow(MATE_STATE).to_pylist()
-    return MateState.from_row(rows[0]) if rows else None
+    row = store.one_row(MATE_STATE)
+    return MateState.from_row(row) if row else None
 
 
 def _write_all(store: LakeStore, settings: Settings, spec: XashSpec) -> None:

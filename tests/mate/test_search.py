@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from catalog.core.errors import UserError, XashMismatchError
-from catalog.core.xash import XashSpec
+from catalog.core.errors import SettingsError, UserError, XashMismatchError
+from catalog.core.xash import BETA, XashSpec
 from catalog.search.mate import METHODS
 from catalog.search.mate.query import choose_key, composite_keys, parse_csv
 from catalog.search.mate.search import NaryRequest, search_nary
+from catalog.search.mate.settings import BITS, MateSettings
 from catalog.search.mate.source import build_memory_source
 from tests.mate.lake import oracle, random_lake
 
@@ -104,3 +105,9 @@ def test_query_csv_and_its_detected_key() -> None:
         parse_csv("\n\n")
     with pytest.raises(UserError, match="no composite key"):
         choose_key(["a", "b"], [["1", "x"], ["1", "x"]], None)
+
+
+def test_the_settings_offer_exactly_the_hash_sizes_xash_has() -> None:
+    assert tuple(sorted(BETA)) == BITS
+    with pytest.raises(SettingsError, match=r"index\.mate\.bits"):
+        MateSettings(bits=64)

@@ -147,7 +147,6 @@ class _Search:
         order = sorted(by_table, key=lambda ref: (-length[ref], info[ref][0]))
         self.stats.tables = len(order)
         tuple_ids = _tuples_by_value(self.tuples, init)
-        pairs = {ref: _pairs(by_table[ref], tuple_ids) for ref in order}
         query_keys = self._query_keys(distinct) if self.method == "mate" else None
         others = self._all_other_lists(distinct, init) if self.method == "mcr" else None
         pending = iter(order)
@@ -155,6 +154,7 @@ class _Search:
             candidates = self._candidates(pending, info, length)
             if not candidates:
                 break
+            pairs = {ref: _pairs(by_table[ref], tuple_ids) for ref in candidates}  # only tables Rule 1 keeps
             chunk = self._worth_verifying(candidates, info, pairs, query_keys)
             lists = others if others is not None else self._other_lists(chunk, pairs, init) if chunk else {}
             for ref in chunk:
@@ -245,18 +245,12 @@ class _Search:
         """These tables' posting lists of the other key values of their pairs' tuples, in one read."""
         ids = np.unique(np.concatenate([pairs[ref][0] for ref in chunk])).tolist()
         needed = sorted({self.tuples[j][i] for j in ids for i in range(len(self.key)) if i != init})
-        out: dict[int, dict[str, Postings]] = defaultdict(dict)
-        for p in self.source.postings(needed, table_refs=chunk):
-            out[p.table_ref][p.token] = p
-        return out
+        return _by_table(self.source.postings(needed, table_refs=chunk))
 
     def _all_other_lists(self, distinct: list[list[str]], init: int) -> dict[int, dict[str, Postings]]:
         """MCR's retrieval: every other key column's lists over the whole lake, by table."""
         values = sorted({v for i, vs in enumerate(distinct) if i != init for v in vs})
-        out: dict[int, dict[str, Postings]] = defaultdict(dict)
-        for p in self.source.postings(values):
-            out[p.table_ref][p.token] = p
-        return out
+        return _by_table(self.source.postings(values))
 
     def _joinability(self, pairs: _Pairs, lists: dict[str, Postings], init: int) -> tuple[int, tuple[int, ...]]:
         """Verify each (tuple, row) pair: the columns of the row holding each other key value, every
@@ -268,12 +262,13 @@ class _Search:
         tuple_of, rows, cols = pairs
         m = len(self.key)
         items = _Items(lists, int(rows.max()) + 1 if len(rows) else 1)
+        ids, inverse = np.unique(tuple_of, return_inverse=True)  # the tuples these pairs hold, once each
         choice = np.zeros((len(rows), m), np.int64)
         choice[:, init] = cols
         alive, multi = np.ones(len(rows), bool), np.zeros(len(rows), bool)
         for i in range(m):
             if i != init:
-                found, n = items.find([t[i] for t in self.tuples], tuple_of, rows)
+                found, n = items.find([self.tuples[j][i] for j in ids.tolist()], inverse, rows)
                 choice[:, i] = found
                 alive &= n > 0
                 multi |= n > 1
@@ -344,16 +339,23 @@ class _Items:
         order = np.argsort(keys, kind="stable")
         self.keys, self.columns = keys[order], columns[order]
 
-    def find(self, values: list[str], tuple_of: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For each pair (tuple_of[p], rows[p]): a column of that row holding the tuple's value
-        (`values[tuple]`), and how many columns hold it."""
-        codes = np.asarray([self.code.get(v, -1) for v in values], np.int64)[tuple_of]
+    def find(self, values: list[str], value_of: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each pair p: a column of row rows[p] holding the value values[value_of[p]], and how
+        many columns hold it."""
+        codes = np.asarray([self.code.get(v, -1) for v in values], np.int64)[value_of]
         wanted = codes * self.stride + rows
         lo = np.searchsorted(self.keys, wanted, "left")
         n = np.searchsorted(self.keys, wanted, "right") - lo
         n[codes < 0] = 0
         found = self.columns[np.minimum(lo, max(len(self.columns) - 1, 0))] if len(self.columns) else np.zeros_like(lo)
         return found, n
+
+
+def _by_table(postings: list[Postings]) -> dict[int, dict[str, Postings]]:
+    out: dict[int, dict[str, Postings]] = defaultdict(dict)
+    for p in postings:
+        out[p.table_ref][p.token] = p
+    return out
 
 
 def _tuples_by_value(tuples: list[tuple[str, ...]], init: int) -> dict[str, np.ndarray]:

@@ -167,3 +167,24 @@ def test_rarest_is_the_stable_sorts_prefix() -> None:
         n = int(rng.integers(-1, len(frequency) + 3))
         expected = np.sort(np.argsort(frequency, kind="stable")[: max(n, 0)])
         assert np.array_equal(rarest(frequency, n), expected)
+
+
+def test_a_level_finds_exactly_the_rows_holding_a_key_before_and_after_a_merge() -> None:
+    """Keys are grouped by run, not sorted: a lookup must still find every row holding a key
+    (repeats included) and nothing else, and an insert into the runs must equal a fresh build."""
+    rng = np.random.default_rng(7)
+    sigs = rng.integers(0, 50, size=(400, 8), dtype=np.uint32)  # few values: many equal bands
+    parts = rng.integers(0, 3, size=400)
+    rows = np.arange(400, dtype=np.int64)
+    build = index_module._Level.of
+    fresh = build(sigs, rows, parts, 2, 4)
+    merged = build(sigs[:250], rows[:250], parts[:250], 2, 4, fresh.shift).merged(
+        build(sigs[250:], rows[250:], parts[250:], 2, 4, fresh.shift)
+    )
+    keys = index_module.partition_keys(band_keys(sigs, 2, 4), parts[:, None])
+    probe = np.concatenate([keys[rng.integers(0, 400, size=30), 1], rng.integers(0, 2**63, size=5, dtype=np.uint64)])
+    for level in (fresh, merged):
+        assert np.all(np.diff(level.keys >> level.shift) >= 0)
+        for key in probe.tolist():
+            expected = sorted(np.repeat(rows, 4)[keys.ravel() == np.uint64(key)].tolist())
+            assert sorted(level.find(np.array([key], np.uint64)).tolist()) == expected

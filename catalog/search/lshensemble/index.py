@@ -1,6 +1,6 @@
 """The in-memory LSH Ensemble a search runs on: signatures grouped by size partition, with band
-keys built per band length r on first use (one sorted array over all partitions, each partition's
-keys moved into a key space of its own) and searched with `np.searchsorted`.
+keys built per band length r on first use (one array over all partitions, each partition's keys
+moved into a key space of its own, grouped into runs by their top bits and looked up run by run).
 
 Why band keys are built here rather than read from the catalog: a query picks its band length r
 per partition (1..max_r), so every r needs its own bands (num_perm/1 + num_perm/2 + ... keys per
@@ -44,7 +44,7 @@ MIN_PROBABILITY = 0.99
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-# A partition's keys are its rows' band keys plus p times this odd constant, so one sorted array
+# A partition's keys are its rows' band keys plus p times this odd constant, so one array
 # per band length r serves every partition (equal keys: same partition and same band, or a 2^-64
 # coincidence that only adds a candidate).
 _PARTITION_SALT = np.uint64(0xD6E8FEB86659FD93)

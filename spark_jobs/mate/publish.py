@@ -4,7 +4,8 @@ the publish transaction of `spark_jobs.publish.catalog`.
 Incremental when the catalog holds the version this one was derived from: the rows of the batch's
 touched tables are deleted from the three tables and its added tables inserted under new
 `table_ref`s. A build, a re-hash, and a catalog with no index or at another version get every row
-rewritten. Posting lists go in as packed int32 arrays, row super keys as the lake holds them
+rewritten. The precomputed n-ary lists follow the index (`catalog.search.mate.lists`). Posting
+lists go in as packed int32 arrays, row super keys as the lake holds them
 (`ROW_BLOCK`-row blobs).
 """
 
@@ -22,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from catalog.db.bulk import insert_rows
 from catalog.db.models.base import pack_int32_list_array
+from catalog.search.mate.lists import refresh_lists
 from catalog.search.mate.models import MateMeta, MatePosting, MateRowKeys, MateTable
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
@@ -45,18 +47,26 @@ def publish_mate(session: Session, store: LakeStore, batch: ChangeBatch | None =
     if have == state.index_version:
         return {"mate_index_version": state.index_version, "mate_tables_written": 0}
     alike = meta.get("spec") == _spec_json(state) and have == state.base_version and not state.full
+    lists: dict[str, int] = {}
     if batch is not None and alike:
         _delete_tables(session, sorted(batch.touched))
         written = _insert_tables(session, store, sorted(batch.added))
+        _write_meta(session, state)
+        lists = refresh_lists(session.connection(), batch.added, batch.touched)
     elif batch is None and alike:
         written = 0  # a rebuild that changed nothing
+        _write_meta(session, state)
     else:
         for model in (MatePosting, MateRowKeys, MateTable):
             session.execute(delete(model))
         written = _insert_tables(session, store, None)
-    _write_meta(session, state)
-    log.info("mate published", extra={"from_version": have, "to_version": state.index_version, "tables": written})
-    return {"mate_index_version": state.index_version, "mate_tables_written": written}
+        _write_meta(session, state)
+        lists = refresh_lists(session.connection(), None)
+    log.info(
+        "mate published",
+        extra={"from_version": have, "to_version": state.index_version, "tables": written, **lists},
+    )
+    return {"mate_index_version": state.index_version, "mate_tables_written": written, **lists}
 
 
 def _spec_json(state: MateState) -> str:

@@ -23,7 +23,8 @@ from catalog.core.settings import load_settings
 from catalog.core.xash import XashSpec
 from catalog.db.engine import open_catalog
 from catalog.search.mate import METHODS
-from catalog.search.mate.models import MateTable
+from catalog.search.mate.lists import LIST_K, listed_keys, nary_joinable
+from catalog.search.mate.models import MateList, MateTable
 from catalog.search.mate.search import NaryRequest, search_nary
 from catalog.search.mate.source import CatalogSource
 from spark_jobs.lake.store import LakeStore
@@ -70,6 +71,37 @@ def _check(home: Path, query: Table, key: list[str], capsys: pytest.CaptureFixtu
         assert _nary(home, query, key, method, capsys) == expected, method
 
 
+def _check_lists(home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every precomputed n-ary list equals the oracle's search of its table's own rows on its key,
+    the table itself left out; every listed key has its list and no other list is kept."""
+    lake = _lake_tables(home / "files")
+    with open_catalog(catalog_url).connect() as conn:
+        wanted = {(t, k) for t, keys in listed_keys(conn).items() for k in keys}
+        stored = {
+            (t, tuple(json.loads(k)))
+            for t, k in conn.execute(select(MateList.table_id, MateList.key).where(MateList.rank == 0))
+        }
+        assert stored == wanted and wanted
+        answers = 0
+        for table_id, key in sorted(wanted):
+            _, headers, rows = next(t for t in lake if t[0] == table_id)
+            others = [t for t in lake if t[0] != table_id]
+            expected = oracle(others, headers, rows, list(key), LIST_K)
+            got = [(a.table_id, a.joinability, a.mapping) for a in nary_joinable(conn, table_id, list(reversed(key)))]
+            assert got == expected, (table_id, key)
+            answers += len(got)
+        assert answers
+    table_id, key = min(wanted)
+    capsys.readouterr()
+    assert main(["lookup", "joinable", table_id, "--key", ",".join(key), "--k", "2", "--offset", "1", "--json"]) == 0
+    paged = [(a["table_id"], a["rank"]) for a in json.loads(capsys.readouterr().out)]
+    with open_catalog(catalog_url).connect() as conn:
+        assert paged == [(a.table_id, a.rank) for a in nary_joinable(conn, table_id, list(key))][1:3]
+    assert main(["lookup", "joinable", table_id, "--key", "nope,c0"]) == 2
+    assert "no precomputed n-ary list" in capsys.readouterr().err
+    assert main(["lookup", "keys", table_id, "--key", "c0,c1"]) == 2
+
+
 def test_nary_search_through_the_pipeline_equals_brute_force(
     home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -81,6 +113,7 @@ def test_nary_search_through_the_pipeline_equals_brute_force(
     assert main(["index"]) == 0
     _check(home, query, ["k0", "k1"], capsys)
     _check(home, query, ["k0", "k1", "k2"], capsys)
+    _check_lists(home, catalog_url, capsys)
 
     # a batch: two tables deleted, two changed, two added
     rng = np.random.default_rng(3)
@@ -92,6 +125,13 @@ def test_nary_search_through_the_pipeline_equals_brute_force(
     more, _ = random_lake(12, n_tables=10, key_size=3)
     for table_id, headers, rows in more[:2]:
         _write(folder / f"new_{table_id}.csv", headers, rows)
+    # half of a keyed table's rows, columns reversed: enters that table's list (and maybe others')
+    with open_catalog(catalog_url).connect() as conn:
+        keyed = sorted(
+            t for t in listed_keys(conn) if t not in {file_table_id(f"t{n}.csv") for n in ("001", "007", "005", "010")}
+        )
+    _, headers, rows = next(t for t in _lake_tables(folder) if t[0] == keyed[0])
+    _write(folder / "new_copy.csv", headers[::-1], [r[::-1] for r in rows[: len(rows) // 2]])
     assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
     assert main(["index"]) == 0
     state = LakeStore(load_settings().lake).read_arrow("mate_state").to_pylist()[0]
@@ -101,6 +141,7 @@ def test_nary_search_through_the_pipeline_equals_brute_force(
     assert published == {t for t, _, _ in _lake_tables(folder)}
     _check(home, query, ["k0", "k1"], capsys)
     _check(home, query, ["k1", "k2", "k0"], capsys)
+    _check_lists(home, catalog_url, capsys)
 
     # over HTTP, the key named or detected
     client = TestClient(create_app(load_settings()))
@@ -114,6 +155,17 @@ def test_nary_search_through_the_pipeline_equals_brute_force(
     assert client.post("/v1/search/nary?method=fast", content=body).status_code == 422
     assert client.post("/v1/search/nary?key=a,b", content=b'a,b\n"x,1\n').status_code == 400  # malformed
     assert client.post("/v1/search/nary?key=a,b", content=b"a,b\n" + b"x,y\n" * 1_100_000).status_code == 413
+
+    # the precomputed lists over HTTP, and their bad input
+    with open_catalog(catalog_url).connect() as conn:
+        table_id, key = min((t, k) for t, keys in listed_keys(conn).items() for k in keys)
+        expected = [a.table_id for a in nary_joinable(conn, table_id, list(key))]
+    page = client.get(f"/v1/joinable/{table_id}", params={"key": ",".join(key), "k": LIST_K}).json()
+    assert [a["table_id"] for a in page["items"]] == expected and all(a["mapping"] for a in page["items"])
+    assert client.get(f"/v1/joinable/{table_id}", params={"key": "nope,c0"}).status_code == 400
+    assert client.get("/v1/joinable/file:nowhere.csv", params={"key": "a,b"}).status_code == 404
+    assert client.get("/v1/joinable/not-an-id", params={"key": "a,b"}).status_code == 422
+    assert client.get(f"/v1/joinable/{table_id}").status_code == 422  # a table_id is no column_id
 
 
 def test_detected_key_and_a_spec_change(home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str]) -> None:

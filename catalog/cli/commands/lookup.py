@@ -24,6 +24,7 @@ JOINABLE_COLUMNS = (
     "exact",
 )
 UNIONABLE_COLUMNS = ("rank", "table_id", "score", "n_aligned", "alignment", "exact")
+NARY_COLUMNS = ("rank", "table_id", "joinability", "mapping")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,6 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("id", metavar="ID", help="a table_id (table, columns, keys, unionable) or column_id")
     p.add_argument("--k", type=int, default=10, help="number of answers for joinable/unionable")
     p.add_argument("--offset", type=int, default=0, help="skip this many answers (joinable/unionable)")
+    p.add_argument(
+        "--key",
+        metavar="COL,COL[,COL]",
+        help="joinable only: ID is a table_id, and the answers are its n-ary joinable tables on this "
+        "detected composite key (MATE's precomputed list)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(handler=run)
 
@@ -41,6 +48,8 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         raise UserError(f"--k must be between 1 and {lookup.MAX_K}")
     if args.offset < 0:
         raise UserError("--offset must not be negative")
+    if args.key is not None and args.kind != "joinable":
+        raise UserError("--key goes with `lookup joinable TABLE_ID`")
     with session_scope(ctx.engine) as session:
         if args.kind == "table":
             emit(lookup.table(session, args.id), as_json=args.json)
@@ -50,6 +59,16 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             emit(lookup.profile(session, args.id), as_json=args.json)
         elif args.kind == "keys":
             emit(lookup.keys(session, args.id), as_json=args.json)
+        elif args.kind == "joinable" and args.key is not None:
+            from catalog.search.mate.lists import nary_joinable  # deferred: the search code loads when used
+
+            key = [c.strip() for c in args.key.split(",")]
+            tables = nary_joinable(session.connection(), args.id, key, args.k, offset=args.offset)
+            if args.json:
+                emit(tables, as_json=True)
+            else:
+                rows = [{**lookup.as_dict(t), "mapping": _pairs(t.mapping)} for t in tables]
+                emit(rows, as_json=False, columns=NARY_COLUMNS)
         elif args.kind == "joinable":
             emit(
                 lookup.joinable(session, args.id, args.k, offset=args.offset),
@@ -64,9 +83,14 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
                 rows = [
                     {
                         **lookup.as_dict(a),
-                        "alignment": "; ".join(f"{p.column}={p.candidate_column}" for p in a.alignment),
+                        "alignment": _pairs({p.column: p.candidate_column for p in a.alignment}),
                     }
                     for a in answers
                 ]
                 emit(rows, as_json=False, columns=UNIONABLE_COLUMNS)
     return 0
+
+
+def _pairs(mapping: dict[str, str]) -> str:
+    """A column mapping as "mine=theirs" pairs (reads better than its JSON)."""
+    return "; ".join(f"{mine}={theirs}" for mine, theirs in mapping.items())

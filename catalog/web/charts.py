@@ -36,7 +36,13 @@ def histogram_spec(histogram: dict[str, Any]) -> dict[str, Any]:
         "data": {"values": values},
         "mark": {"type": "bar", "color": "#3b6ea8"},
         "encoding": {
-            "x": {"field": "start", "type": "quantitative", "bin": {"binned": True}, "title": None},
+            "x": {
+                "field": "start",
+                "type": "quantitative",
+                "bin": {"binned": True},
+                "title": None,
+                "axis": {"format": "~g"},
+            },
             "x2": {"field": "end"},
             "y": {"field": "count", "type": "quantitative", "title": "rows"},
             "tooltip": [
@@ -71,9 +77,11 @@ def top_values_spec(top_values: list[list[Any]]) -> dict[str, Any]:
 
 
 def profile_chart(profile: ProfileInfo) -> dict[str, Any] | None:
-    """The chart of a column: its histogram when it has one, else its top values, else none."""
+    """The chart of a column: its histogram when it has one over a spread of values, else its top
+    values, else none."""
     histogram = profile.histogram
-    if isinstance(histogram, dict) and histogram.get("counts") and len(histogram.get("edges") or ()) > 1:
+    edges = histogram.get("edges") if isinstance(histogram, dict) else None
+    if edges and len(edges) > 1 and edges[0] != edges[-1] and profile.distinct_count > 1:  # one value: no spread
         return histogram_spec(histogram)
     if profile.top_values:
         return top_values_spec(list(profile.top_values))

@@ -54,10 +54,10 @@ def test_find_a_table_open_it_see_charts_and_follow_a_joinable_link(
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
 
     target = browser.evaluate(
-        "[...document.querySelectorAll('table.joinable a')].map(a => a.textContent).find(t => t !== 'file:weather.csv')"
+        "[...document.querySelectorAll('.joinable a')].map(a => a.textContent).find(t => t !== 'file:weather.csv')"
     )
     assert target in ("file:flights.csv", "file:airports.csv")
-    browser.click_and_wait(f"table.joinable a[href*='{target.split(':')[1]}']")
+    browser.click_and_wait(f".joinable a[href*='{target.split(':')[1]}']")
     assert browser.evaluate("document.getElementById('table-id').textContent") == target
 
 

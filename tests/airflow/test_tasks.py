@@ -115,8 +115,11 @@ def test_catalog_page_searches_and_shows_a_table(settings: Settings, monkeypatch
     missing = client.get("/juncture/table", params={"id": "file:nope.csv"})
     assert missing.status_code == 404 and "unknown table_id" in missing.text
     assert "Lake state" in client.get("/juncture/state").text
-    searched = client.post("/juncture/search", files={"file": ("q.csv", b"city,n\nParis,1\n")})
-    assert searched.status_code == 200 and 'id="join-results"' in searched.text
+    big = b"city,n\n" + b"".join(b"Paris%d,%d\n" % (i, i) for i in range(10_000))  # over the API's 16 KB
+    searched = client.post("/juncture/search", files={"file": ("q.csv", big)})
+    assert searched.status_code == 200 and 'id="join-results"' in searched.text and "10,000 rows" in searched.text
+    values = {"values": [f"value {i}" for i in range(3000)]}  # a 40 KB body: a search's, not a lookup's limit
+    assert client.post("/juncture/v1/search/join", json=values).status_code != 413
     for prefix in ("/juncture/api", "/juncture"):
         api = client.get(f"{prefix}/v1/tables").json()
         assert sorted(t["table_id"] for t in api["items"]) == ["file:cities.csv", "file:other.csv"]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Table, and_, bindparam, select
+from sqlalchemy import Connection, Engine, Table, and_, bindparam, exists, func, or_, select
 from sqlalchemy.orm import Session
 
 from catalog.core.errors import UnknownIdError, UserError
@@ -196,6 +196,74 @@ def tables(catalog: Catalog, *, source: str | None = None, limit: int = 100, off
     else:
         rows = _rows(catalog, _TABLE_LIST_OF_SOURCE, limit=limit, offset=offset, source=source)
     return [_table_info(r) for r in rows]
+
+
+@dataclass(frozen=True)
+class TableQuery:
+    """What `find_tables` looks for: `text` in a table's id, name, title or any column header
+    (case-insensitive), of one `source`, with or without a detected key, and a row count in
+    [`min_rows`, `max_rows`]. Every part is optional; an empty query lists every table."""
+
+    text: str = ""
+    source: str | None = None
+    has_key: bool | None = None
+    min_rows: int | None = None
+    max_rows: int | None = None
+
+
+def _like(text: str) -> str:
+    """A LIKE pattern matching `text` anywhere, its own `%`, `_` and `\\` taken literally."""
+    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+_SEARCHED = (_TABLES.c.table_id, _TABLES.c.name, _TABLES.c.title)
+
+
+def find_tables(catalog: Catalog, query: TableQuery, *, limit: int = 20, offset: int = 0) -> list[TableInfo]:
+    """The tables matching `query`, by table_id, ranks offset+1 .. offset+limit.
+
+    Built per call (the filters vary) but still one SELECT: the header match and the key filter are
+    EXISTS subqueries on the indexed `table_key`, so a page costs one read whatever the lake's size."""
+    _check_page(limit, offset)
+    statement = select(*_TABLE_FIELDS)
+    if query.text:
+        pattern = _like(query.text)
+        header_match = exists().where(
+            _COLUMNS.c.table_key == _TABLES.c.table_key, func.lower(_COLUMNS.c.header).like(pattern, escape="\\")
+        )
+        statement = statement.where(
+            or_(
+                *(func.lower(c).like(pattern, escape="\\") for c in _SEARCHED),
+                header_match,
+            )
+        )
+    if query.source is not None:
+        statement = statement.where(_TABLES.c.source_name == query.source)
+    if query.has_key is not None:
+        keyed = exists().where(_KEYS.c.table_key == _TABLES.c.table_key)
+        statement = statement.where(keyed if query.has_key else ~keyed)
+    if query.min_rows is not None:
+        statement = statement.where(_TABLES.c.n_rows >= query.min_rows)
+    if query.max_rows is not None:
+        statement = statement.where(_TABLES.c.n_rows <= query.max_rows)
+    statement = statement.order_by(_TABLES.c.table_id).limit(limit).offset(offset)
+    connection_rows = _plain_rows(catalog, statement)
+    return [_table_info(r) for r in connection_rows]
+
+
+def sources(catalog: Catalog) -> list[str]:
+    """The names of the sources the catalog's tables come from, sorted (for a filter's choices)."""
+    statement = select(_TABLES.c.source_name).where(_TABLES.c.source_name.is_not(None)).distinct()
+    return sorted(r[0] for r in _plain_rows(catalog, statement))
+
+
+def _plain_rows(catalog: Catalog, statement: Any) -> Sequence[Any]:
+    """A statement built per call, run the SQLAlchemy way (no precompiled form to reuse)."""
+    if isinstance(catalog, Engine):
+        with catalog.connect() as connection:
+            return connection.execute(statement).all()
+    return catalog.execute(statement).all()
 
 
 def _subject_rows(catalog: Catalog, statement: PreparedSelect, kind: str, ident: str, **params: Any) -> Sequence[Any]:

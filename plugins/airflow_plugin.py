@@ -5,10 +5,11 @@
   password = API key) turn an Airflow connection into the credentials of a configured source; map a
   source to its connection with `[airflow] source_connections = {source = "conn_id"}` in juncture.toml.
   Secrets then live in Airflow (UI, env `AIRFLOW_CONN_…`, a secrets backend), not in the TOML file.
-* **Catalog in the API server** (`fastapi_apps`, mounted at `/juncture`): `/juncture/` is a small page
-  to search a table and see its columns, joinable columns and unionable tables; `/juncture/api/…` is
-  the catalog's HTTP API (`catalog.api.app.create_app`), built on first request so loading the plugin
-  reads no settings and opens no database.
+* **Catalog in the API server** (`fastapi_apps`, mounted at `/juncture`): the catalog's app
+  (`catalog.api.app.create_app`) unchanged: its web pages (`catalog.web`: Find at `/juncture/`, a
+  table, search with my table, the lake's state) and its HTTP API (`/juncture/v1/…`, and
+  `/juncture/api/v1/…`), built on first request so loading the plugin reads no settings and opens
+  no database.
 
 Run it: `airflow standalone` with `AIRFLOW__CORE__PLUGINS_FOLDER=<repo>/plugins`, then open
 http://localhost:8080/juncture/.
@@ -17,19 +18,14 @@ http://localhost:8080/juncture/.
 from __future__ import annotations
 
 import dataclasses
-import html
 import threading
 from typing import Any, cast
-from urllib.parse import quote
 
 from airflow.plugins_manager import AirflowPlugin
 from airflow.sdk import BaseHook
-from fastapi import FastAPI, Query
-from fastapi.responses import HTMLResponse
+from fastapi import FastAPI
 
-from catalog.core.errors import UnknownIdError
 from catalog.core.settings import Settings, SourceConfig, load_settings
-from catalog.db.engine import session_scope
 
 
 class _PortalHook(BaseHook):
@@ -119,90 +115,12 @@ class _LazyCatalogApi:
 _api = _LazyCatalogApi()
 
 
-def _session():
-
-    return session_scope(_api.get().state.engine)
-
-
-_STYLE = (
-    "body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse}"
-    "td,th{border-bottom:1px solid #ddd;padding:.25em .6em;text-align:left}code{font-size:.9em}"
-)
-
-
-def _page(title: str, body: str) -> HTMLResponse:
-    form = (
-        '<form action="." method="get"><input name="q" size="50" placeholder="table id or name contains…">'
-        " <button>Search</button></form>"
-    )
-    return HTMLResponse(
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{_STYLE}</style></head><body><h1><a href='.'>Juncture catalog</a></h1>{form}"
-        f"{body}<p><a href='api/docs'>HTTP API</a></p></body></html>"
-    )
-
-
-def _link(table_id: str) -> str:
-    return f"<a href='table?id={quote(table_id, safe='')}'><code>{html.escape(table_id)}</code></a>"
-
-
 def create_ui_app() -> FastAPI:
-    from catalog import lookup  # deferred: the lookup loads only when Airflow mounts the page
-
+    """The app Airflow mounts at `/juncture`: the catalog app (its web pages at `/juncture/`, its API
+    at `/juncture/v1/…`, also at `/juncture/api/v1/…` as before), created on the first request."""
     app = FastAPI(title="Juncture catalog UI")
     app.mount("/api", _api)
-
-    @app.get("/", response_class=HTMLResponse)
-    def search(q: str = Query("", max_length=200)) -> HTMLResponse:
-        with _session() as s:
-            found = [
-                t
-                for t in lookup.tables(s, limit=5000)
-                if q.casefold() in t.table_id.casefold() or q.casefold() in (t.name or "").casefold()
-            ]
-        rows = "".join(
-            f"<tr><td>{_link(t.table_id)}</td><td>{html.escape(t.title or t.name)}</td>"
-            f"<td>{t.n_rows}</td><td>{t.n_columns}</td></tr>"
-            for t in found[:200]
-        )
-        return _page(
-            "Juncture catalog",
-            f"<p>{len(found)} tables</p><table><tr><th>table</th><th>name</th>"
-            f"<th>rows</th><th>columns</th></tr>{rows}</table>",
-        )
-
-    @app.get("/table", response_class=HTMLResponse)
-    def table(id: str = Query(..., max_length=2000)) -> HTMLResponse:
-
-        with _session() as s:
-            try:
-                info = lookup.table(s, id)
-            except UnknownIdError as e:
-                return _page("unknown table", f"<p>{html.escape(str(e))}</p>")
-            cols = lookup.columns(s, id)
-            joins = {c.column_id: lookup.joinable(s, c.column_id, k=5) for c in cols}
-            unions = lookup.unionable(s, id, k=10)
-        col_rows = "".join(
-            f"<tr><td>{html.escape(c.column)}</td><td>"
-            + ", ".join(
-                f"{_link(j.table_id)}.{html.escape(j.column)} ({j.overlap} shared, {j.containment:.0%})"
-                for j in joins[c.column_id]
-            )
-            + "</td></tr>"
-            for c in cols
-        )
-        union_rows = "".join(
-            f"<tr><td>{_link(u.table_id)}</td><td>{u.score:.3f}</td><td>{u.n_aligned}</td></tr>" for u in unions
-        )
-        body = (
-            f"<h2><code>{html.escape(info.table_id)}</code></h2><p>{html.escape(info.title or info.name)} — "
-            f"{info.n_rows} rows, {info.n_columns} columns</p><h3>Columns and joinable columns</h3>"
-            f"<table><tr><th>column</th><th>joins with</th></tr>{col_rows}</table>"
-            f"<h3>Unionable tables</h3><table><tr><th>table</th><th>score</th><th>aligned columns</th></tr>"
-            f"{union_rows or '<tr><td>none</td></tr>'}</table>"
-        )
-        return _page(info.table_id, body)
-
+    app.mount("/", _api)
     return app
 
 

@@ -6,6 +6,8 @@ and `#` and travel in the path (`{id:path}`); `#` must be sent as `%23`. Errors:
 parameters 422, unknown ids 404, other user errors and values the database refuses (`DataError`)
 400, requests over `MAX_REQUEST_BYTES` (body) or `MAX_URL_BYTES` (path + query) 413/414, an
 unreachable catalog 503. The Airflow plugin mounts the same app.
+The web pages (`catalog.web.pages`: Find at `/`, `/table`, `/search`, `/state`) are served by the
+same app over the same lookups.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from catalog.api import columns, joinable, keys, search, tables, unionable
 from catalog.core.errors import UnknownIdError, UserError
 from catalog.core.settings import Settings
 from catalog.db.engine import open_reader
+from catalog.web import pages
 
 log = logging.getLogger(__name__)
 MAX_REQUEST_BYTES = 16 * 1024
@@ -45,12 +48,24 @@ class RequestSizeLimit:
             headers = dict(scope.get("headers") or [])
             length = headers.get(b"content-length")
             chunked = headers.get(b"transfer-encoding", b"").lower() == b"chunked"
-            searching = scope["path"].startswith(search.router.prefix)
+            path = _route_path(scope)
+            if path == pages.SEARCH_PATH and scope.get("method") == "POST":  # caps its own body, on a page
+                await self.app(scope, receive, send)
+                return
+            searching = path.startswith(search.router.prefix)
             limit = search.MAX_SEARCH_BODY_BYTES if searching else MAX_REQUEST_BYTES
             if chunked or (length is not None and (not length.isdigit() or int(length) > limit)):
                 await JSONResponse({"detail": f"request body over {limit} bytes"}, 413)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def _route_path(scope: dict[str, Any]) -> str:
+    """The request's path inside this app: without the prefix it is mounted under (`/juncture` in
+    Airflow), which Starlette keeps in both `path` and `root_path`."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path") or ""
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -62,9 +77,11 @@ def create_app(settings: Settings) -> FastAPI:
         "profiles, keys, joinable columns and unionable tables.",
     )
     app.state.engine = open_reader(settings.catalog_url)
+    app.state.settings = settings
     app.state.connections = threading.local()  # one held connection per serving thread (deps.catalog_of)
     for module in (tables, columns, keys, joinable, unionable, search):
         app.include_router(module.router)
+    pages.add_pages(app)
 
     app.add_middleware(RequestSizeLimit)
 

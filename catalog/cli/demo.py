@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from spark_jobs.orchestration.airflow_runner import DagRunResult
 
 DEMO_TABLES = ("airlines", "airports", "planes", "weather", "flights")
+PAGE_ADDRESS = "http://127.0.0.1:8080/"  # `juncture serve`'s default host and port
 
 
 def nycflights13_tables(names: tuple[str, ...] = DEMO_TABLES) -> list:
@@ -173,6 +174,7 @@ def run_demo(ctx: CliContext) -> int:
     print(
         "\nDone. Try `juncture lookup joinable ID`, `juncture search join --values FILE`, "
         "`juncture search contain --values FILE --threshold 0.8`, "
-        "`juncture search nary --csv FILE --key a,b`, `juncture serve`."
+        "`juncture search nary --csv FILE --key a,b`."
     )
+    print(f"\nThe catalog's web page: run `juncture serve`, then open {PAGE_ADDRESS}")
     return 0

@@ -74,6 +74,7 @@ def test_catalog_page_searches_and_shows_a_table(settings: Settings, monkeypatch
     airflow_env.prepare(
         dataclasses.replace(settings, airflow=dataclasses.replace(settings.airflow, home=str(airflow_home)))
     )
+    from fastapi import FastAPI
     from fastapi.testclient import TestClient
 
     from catalog.db.engine import open_catalog, session_scope
@@ -100,14 +101,28 @@ def test_catalog_page_searches_and_shows_a_table(settings: Settings, monkeypatch
                 s.add(CatalogColumn(column_id=f"{tid}#{h}", table_id=tid, position=i, header=h))
     monkeypatch.setenv("JUNCTURE_CATALOG_URL", settings.catalog_url)
     monkeypatch.setattr(airflow_plugin, "_api", airflow_plugin._LazyCatalogApi())
-    client = TestClient(airflow_plugin.create_ui_app())
-    page = client.get("/", params={"q": "citi"}).text
-    assert "file:cities.csv" in page and "file:other.csv" not in page and "1 tables" in page
-    table = client.get("/table", params={"id": "file:cities.csv"}).text
+    server = FastAPI()  # as Airflow's API server mounts a plugin's app: at its url_prefix
+    (plugin_app,) = [a for a in airflow_plugin.JuncturePlugin.fastapi_apps if a["name"] == "Juncture catalog"]
+    server.mount(plugin_app["url_prefix"], airflow_plugin.create_ui_app())
+    client = TestClient(server)
+    page = client.get("/juncture/", params={"q": "citi"}).text
+    assert "file:cities.csv" in page and "file:other.csv" not in page
+    assert 'href="/juncture/table?id=file%3Acities.csv"' in page  # links stay under the mount
+    assert 'href="/juncture/static/site.css"' in page and client.get("/juncture/static/site.css").status_code == 200
+    assert client.get("/juncture/static/vendor/vega-embed.min.js").status_code == 200
+    table = client.get("/juncture/table", params={"id": "file:cities.csv"}).text
     assert "country" in table and "Unionable tables" in table
-    assert "unknown table" in client.get("/table", params={"id": "file:nope.csv"}).text
-    api = client.get("/api/v1/tables").json()
-    assert sorted(t["table_id"] for t in api["items"]) == ["file:cities.csv", "file:other.csv"]
+    missing = client.get("/juncture/table", params={"id": "file:nope.csv"})
+    assert missing.status_code == 404 and "unknown table_id" in missing.text
+    assert "Lake state" in client.get("/juncture/state").text
+    big = b"city,n\n" + b"".join(b"Paris%d,%d\n" % (i, i) for i in range(10_000))  # over the API's 16 KB
+    searched = client.post("/juncture/search", files={"file": ("q.csv", big)})
+    assert searched.status_code == 200 and 'id="join-results"' in searched.text and "10,000 rows" in searched.text
+    values = {"values": [f"value {i}" for i in range(3000)]}  # a 40 KB body: a search's, not a lookup's limit
+    assert client.post("/juncture/v1/search/join", json=values).status_code != 413
+    for prefix in ("/juncture/api", "/juncture"):
+        api = client.get(f"{prefix}/v1/tables").json()
+        assert sorted(t["table_id"] for t in api["items"]) == ["file:cities.csv", "file:other.csv"]
 
 
 def test_airflow_loads_the_plugin_and_mounts_the_catalog(af_settings: Settings) -> None:

@@ -1,0 +1,148 @@
+"""The lake's state as the catalog records it: sources and their last publish, recent publish runs
+(failed ones with their message), and each index family's published facts (index version, dirty
+share) with when its next rebuild is due.
+
+Read-only, from the catalog database alone (the serving layer never opens the lake). What the
+catalog does not record is said so by the page rather than guessed: the crawl logs a failed
+dataset's reason but does not store it, and a batch landed but not yet published is only in the
+lake's bronze `changes`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import Connection, Table, func, inspect, select
+
+from catalog.core.errors import SettingsError
+from catalog.core.settings import Settings
+from catalog.db.models import CatalogTable, PublishRun
+from catalog.search.family import search_families
+
+_TABLES = cast(Table, CatalogTable.__table__)
+_RUNS = cast(Table, PublishRun.__table__)
+RECENT_RUNS = 10
+REBUILD_WEEKDAY = 6  # lake_rebuild runs @weekly: Sunday 00:00 UTC (Monday = 0)
+
+
+@dataclass(frozen=True)
+class SourceState:
+    source: str | None  # None: tables added with `juncture update --add` (no configured source)
+    n_tables: int
+    n_rows: int
+    last_published_at: str | None
+    last_batch_id: str | None
+
+
+@dataclass(frozen=True)
+class RunState:
+    run_id: str
+    batch_id: str
+    kind: str
+    status: str  # running | committed | failed
+    started_at: str
+    finished_at: str | None
+    index_version: int
+    message: str | None
+
+
+@dataclass(frozen=True)
+class IndexState:
+    family: str
+    published: bool
+    index_version: int | None
+    dirty_share: float | None
+    dirty_threshold: float | None
+    rebuild_due_now: bool  # the dirty share passes the family's threshold
+    facts: dict[str, str]
+
+
+@dataclass(frozen=True)
+class LakeState:
+    sources: list[SourceState]
+    runs: list[RunState]
+    indexes: list[IndexState]
+    next_scheduled_rebuild: str  # the weekly lake_rebuild run
+
+
+def _iso(value: Any) -> str | None:
+    return None if value is None else value.isoformat() if isinstance(value, dt.datetime) else str(value)
+
+
+def source_states(conn: Connection) -> list[SourceState]:
+    statement = (
+        select(
+            _TABLES.c.source_name,
+            func.count(),
+            func.coalesce(func.sum(_TABLES.c.n_rows), 0),
+            func.max(_TABLES.c.published_at),
+            func.max(_TABLES.c.batch_id),
+        )
+        .group_by(_TABLES.c.source_name)
+        .order_by(_TABLES.c.source_name)
+    )
+    return [SourceState(r[0], int(r[1]), int(r[2]), _iso(r[3]), r[4]) for r in conn.execute(statement)]
+
+
+def recent_runs(conn: Connection, limit: int = RECENT_RUNS) -> list[RunState]:
+    statement = select(_RUNS).order_by(_RUNS.c.started_at.desc(), _RUNS.c.run_id).limit(limit)
+    return [
+        RunState(
+            r.run_id,
+            r.batch_id,
+            r.kind,
+            r.status,
+            _iso(r.started_at) or "",
+            _iso(r.finished_at),
+            r.index_version,
+            r.message,
+        )
+        for r in conn.execute(statement)
+    ]
+
+
+def _meta_table(models: tuple[type, ...]) -> Table | None:
+    """A family's key/value facts table (`<family>_meta`), if it has one."""
+    for model in models:
+        table = cast(Table, getattr(model, "__table__", None))
+        if table is not None and table.name.endswith("_meta") and {"key", "value"} <= set(table.c.keys()):
+            return table
+    return None
+
+
+def index_states(conn: Connection, settings: Settings) -> list[IndexState]:
+    present = set(inspect(conn).get_table_names())
+    out = []
+    for family in search_families():
+        meta = _meta_table(family.models)
+        facts: dict[str, str] = {}
+        if meta is not None and meta.name in present:
+            facts = {r.key: r.value for r in conn.execute(select(meta.c.key, meta.c.value))}
+        threshold = getattr(_family_settings(settings, family.name), "dirty_threshold", None)
+        dirty = float(facts["dirty_share"]) if "dirty_share" in facts else None
+        version = int(facts["index_version"]) if "index_version" in facts else None
+        due = dirty is not None and threshold is not None and dirty > threshold
+        shown = {k: v for k, v in facts.items() if len(v) <= 200}  # specs and partition bounds stay out
+        out.append(IndexState(family.name, bool(facts), version, dirty, threshold, due, shown))
+    return out
+
+
+def _family_settings(settings: Settings, name: str) -> Any:
+    try:
+        return settings.index.family(name)
+    except (KeyError, SettingsError):  # a family without settings of its own
+        return None
+
+
+def next_weekly_rebuild(now: dt.datetime) -> dt.datetime:
+    """The next `@weekly` run after `now`: Sunday 00:00 UTC."""
+    midnight = now.astimezone(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    days = (REBUILD_WEEKDAY - midnight.weekday()) % 7 or 7
+    return midnight + dt.timedelta(days=days)
+
+
+def lake_state(conn: Connection, settings: Settings, now: dt.datetime | None = None) -> LakeState:
+    when = next_weekly_rebuild(now or dt.datetime.now(dt.UTC))
+    return LakeState(source_states(conn), recent_runs(conn), index_states(conn, settings), when.isoformat())

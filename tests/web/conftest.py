@@ -1,0 +1,141 @@
+"""Fixtures of the web page tests: one small lake built once per test session (crawled and indexed
+by the real CLI, Spark included) and published into a SQLite and a PostgreSQL catalog, `juncture
+serve` on each, and one headless Chromium.
+
+The lake is built once (about a minute and a half on two cores); publishing the same lake into a
+second catalog runs only the publish stage (`juncture index` finds every other stage done)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import _pg_schema_url
+from tests.web.cdp import Browser, chromium_path
+from tests.web.lake import query_csv, write_lake
+
+JUNCTURE = str(Path(sys.executable).with_name("juncture"))
+TOML = """\
+[spark]
+master = "local[2]"
+driver_memory = "2g"
+shuffle_partitions = 2
+
+[index]
+cells_buckets = 4
+"""
+
+
+@dataclass(frozen=True)
+class WebLake:
+    folder: Path  # the working folder: juncture.toml, files/ (the lake's CSVs), home/
+    query: Path  # the query table the search tests upload
+
+
+def juncture_env(lake: WebLake, catalog_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JUNCTURE_")}
+    env.update(JUNCTURE_HOME=str(lake.folder / "home"), JUNCTURE_CATALOG_URL=catalog_url)
+    return env
+
+
+def run_juncture(lake: WebLake, catalog_url: str, *args: str) -> str:
+    """A `juncture` command in the lake's folder; its standard output (it must succeed)."""
+    done = subprocess.run(
+        [JUNCTURE, *args], cwd=lake.folder, env=juncture_env(lake, catalog_url), capture_output=True, text=True
+    )
+    assert done.returncode == 0, f"juncture {' '.join(args)}: {done.stderr[-2000:]}"
+    return done.stdout
+
+
+@pytest.fixture(scope="session")
+def web_lake(tmp_path_factory: pytest.TempPathFactory) -> WebLake:
+    folder = tmp_path_factory.mktemp("web-lake")
+    (folder / "juncture.toml").write_text(TOML)
+    write_lake(folder / "files")
+    query = folder / "query.csv"
+    query.write_text(query_csv())
+    lake = WebLake(folder, query)
+    sqlite = f"sqlite:///{folder / 'catalog.db'}"
+    run_juncture(lake, sqlite, "crawl", "--dir", str(folder / "files"), "--no-progress")
+    run_juncture(lake, sqlite, "index")
+    return lake
+
+
+@pytest.fixture(scope="session")
+def published(web_lake: WebLake) -> dict[str, str]:
+    """The lake's catalog URL per database (PostgreSQL's is added on first use)."""
+    return {"sqlite": f"sqlite:///{web_lake.folder / 'catalog.db'}"}
+
+
+def catalog_for(web_lake: WebLake, published: dict[str, str], kind: str, request: pytest.FixtureRequest) -> str:
+    if kind not in published:
+        url = _pg_schema_url(request.getfixturevalue("pg_database"))
+        run_juncture(web_lake, url, "index")  # only the publish stage runs: the lake is indexed
+        published[kind] = url
+    return published[kind]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class Served:
+    url: str  # the page's address, without a trailing slash
+    catalog_url: str
+    lake: WebLake
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
+def served(web_lake: WebLake, published: dict[str, str], request: pytest.FixtureRequest) -> Iterator[Served]:
+    """`juncture serve` on the lake's catalog, once on SQLite and once on PostgreSQL."""
+    catalog_url = catalog_for(web_lake, published, request.param, request)
+    port = _free_port()
+    process = subprocess.Popen(
+        [JUNCTURE, "serve", "--port", str(port)],
+        cwd=web_lake.folder,
+        env=juncture_env(web_lake, catalog_url),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{url}/v1/health").status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"juncture serve did not start: {process.stderr.read() if process.stderr else ''}")
+        time.sleep(0.2)
+    yield Served(url, catalog_url, web_lake)
+    process.terminate()
+    process.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    if chromium_path() is None:
+        pytest.fail("headless Chromium is needed: apt-get install chromium (.ci/run installs it)")
+    b = Browser(tmp_path_factory.mktemp("chromium-profile"))
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the browser tests leave their screenshots."""
+    return tmp_path_factory.mktemp("web-artifacts")

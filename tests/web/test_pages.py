@@ -1,0 +1,181 @@
+"""The web pages without a browser, on both catalog databases: every user string escaped, Find's
+filters equal to the API's and to a brute-force filter, paging, the lake's state, bad input as a
+message on the page, no route that writes, and each page's server time."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterator
+from urllib.parse import quote
+
+import pytest
+from fastapi.testclient import TestClient
+
+from catalog.api.app import create_app
+from catalog.core.settings import Settings
+from catalog.db.engine import open_catalog
+from catalog.lake_state import next_weekly_rebuild
+from catalog.web.pages import PAGE_SIZE, router
+from tests.web.catalog_rows import HOSTILE, add_failed_run, add_table
+
+PAGE_BUDGET_MS = 300.0
+
+
+@pytest.fixture
+def client(catalog_settings: Settings) -> Iterator[TestClient]:
+    engine = open_catalog(catalog_settings.catalog_url)
+    add_table(engine, "file:cities.csv", ["city", "country"], n_rows=40, key=["city"], title="World cities")
+    add_table(engine, "file:rivers.csv", ["river", "Country Name"], n_rows=7, source="other", title="100% rivers")
+    add_table(engine, f"file:{HOSTILE}.csv", [HOSTILE, "x_y"], n_rows=2, title=HOSTILE, source=HOSTILE)
+    for i in range(PAGE_SIZE + 3):
+        add_table(engine, f"file:many/t{i:02d}.csv", ["id"], n_rows=i)
+    add_failed_run(engine, f"publish failed: {HOSTILE}")
+    engine.dispose()
+    with TestClient(create_app(catalog_settings)) as c:
+        yield c
+
+
+def _found(html: str) -> list[str]:
+    block = html.split('id="found"', 1)[1].split("</table>", 1)[0] if 'id="found"' in html else ""
+    return re.findall(r"<code>([^<]*)</code>", block)
+
+
+def _api_ids(client: TestClient, **params: object) -> list[str]:
+    body = client.get("/v1/tables", params={"limit": 1000, **params}).json()
+    return [t["table_id"] for t in body["items"]]
+
+
+def test_every_user_string_is_escaped(client: TestClient) -> None:
+    hostile_id = f"file:{HOSTILE}.csv"
+    pages = [
+        client.get("/", params={"q": HOSTILE}),
+        client.get("/", params={"q": "alert"}),
+        client.get("/table", params={"id": hostile_id}),
+        client.get("/state"),
+        client.post("/search", files={"file": ("q.csv", f"a,b\n{HOSTILE},1\n".encode())}),
+        client.get("/table", params={"id": f"file:nope{HOSTILE}.csv"}),
+    ]
+    for page in pages:
+        assert "<script>alert" not in page.text and "<img src=x" not in page.text, page.url
+    assert [p.status_code for p in pages] == [200, 200, 200, 200, 200, 404]
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in pages[2].text  # shown, as text
+    assert _found(pages[1].text) == [
+        "file:&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;&#34;&gt;&lt;img src=x onerror=alert(1)&gt;.csv"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("params", "api"),
+    [
+        ({"q": "countr"}, {"q": "countr"}),  # a header, either case
+        ({"q": "CITIES"}, {"q": "CITIES"}),  # the name
+        ({"q": "world"}, {"q": "world"}),  # the title
+        ({"q": "x_y"}, {"q": "x_y"}),  # `_` is a character, not a LIKE wildcard
+        ({"q": "%"}, {"q": "%"}),
+        ({"has_key": "yes"}, {"has_key": "true"}),
+        ({"source": "other"}, {"source": "other"}),
+        ({"min_rows": "5", "max_rows": "7"}, {"min_rows": 5, "max_rows": 7}),
+        ({"q": "t", "has_key": "no", "max_rows": "3"}, {"q": "t", "has_key": "false", "max_rows": 3}),
+    ],
+)
+def test_find_filters_equal_the_api_and_brute_force(client: TestClient, params: dict, api: dict) -> None:
+    every = client.get("/v1/tables", params={"limit": 1000}).json()["items"]
+    keyed = {"file:cities.csv"}
+    headers = {
+        t["table_id"]: [c["column"] for c in client.get(f"/v1/columns/{quote(t['table_id'])}").json()["items"]]
+        for t in every
+    }
+    text = api.get("q", "").lower()
+
+    def wanted(t: dict) -> bool:
+        fields = [t["table_id"], t["name"], t["title"] or "", *headers[t["table_id"]]]
+        return (
+            (not text or any(text in f.lower() for f in fields))
+            and ("source" not in api or t["source"] == api["source"])
+            and ("has_key" not in api or (t["table_id"] in keyed) == (api["has_key"] == "true"))
+            and t["n_rows"] >= api.get("min_rows", 0)
+            and t["n_rows"] <= api.get("max_rows", 10**9)
+        )
+
+    expected = sorted(t["table_id"] for t in every if wanted(t))
+    assert expected
+    assert _api_ids(client, **api) == expected
+    page = client.get("/", params=params).text
+    shown = [
+        s.replace("&lt;", "<").replace("&gt;", ">").replace("&#34;", '"').replace("&amp;", "&") for s in _found(page)
+    ]
+    assert shown == expected[:PAGE_SIZE]
+
+
+def test_find_pages_through_the_results(client: TestClient) -> None:
+    first = client.get("/", params={"q": "many/"}).text
+    assert _found(first) == [f"file:many/t{i:02d}.csv" for i in range(PAGE_SIZE)]
+    assert 'rel="next" href="/?q=many%2F&amp;source=&amp;has_key=&amp;min_rows=&amp;max_rows=&amp;offset=20"' in first
+    second = client.get("/", params={"q": "many/", "offset": PAGE_SIZE}).text
+    assert _found(second) == [f"file:many/t{i:02d}.csv" for i in range(PAGE_SIZE, PAGE_SIZE + 3)]
+    assert 'rel="next"' not in second and 'rel="prev"' in second
+
+
+def test_bad_input_is_a_message_on_the_page(client: TestClient) -> None:
+    page = client.get("/", params={"min_rows": "lots"})
+    assert page.status_code == 400 and "min rows must be a whole number" in page.text
+    page = client.get("/table", params={"id": "no-prefix"})
+    assert page.status_code == 400 and "not a table_id" in page.text
+    page = client.post("/search", files={"file": ("q.csv", b"")}, data={"text": ""})
+    assert page.status_code == 400 and "choose a CSV file or paste values" in page.text
+    page = client.post("/search", files={"file": ("q.csv", b"a,b\n1,2\n")}, data={"column": "zzz"})
+    assert page.status_code == 400 and "no column &#39;zzz&#39;" in page.text
+    page = client.post("/search", files={"file": ("q.csv", "\xff".encode("latin-1"))})
+    assert page.status_code == 400 and "not UTF-8" in page.text
+    page = client.post("/search", files={"file": ("q.csv", b"a\n" + b"1\n" * 1_100_000)})
+    assert page.status_code == 413 and "over the limit of 2 MB" in page.text
+
+
+def test_the_table_page_shows_profiles_keys_and_a_chart_spec(client: TestClient) -> None:
+    page = client.get("/table", params={"id": "file:cities.csv"}).text
+    assert "<code>(city)</code> — unique" in page
+    assert page.count('data-vega-spec="spec-') == 2  # one chart per column (their top values)
+    spec = page.split('<script type="application/json" id="spec-1">', 1)[1].split("</script>", 1)[0]
+    assert '"mark"' in spec and "\\u003cscript\\u003e" in spec  # the values are JSON data, never markup
+
+
+def test_the_lake_state_page_shows_sources_runs_and_indexes(client: TestClient) -> None:
+    page = client.get("/state").text
+    assert re.search(r"portal</a></td><td class=\"n\">\d+</td>", page)
+    assert "failed" in page and "publish failed: &lt;script&gt;" in page
+    for family in ("josie", "lshensemble", "mate"):
+        assert f"<td>{family}</td>" in page
+    assert "not built" in page  # an empty catalog has no index yet
+
+
+def test_the_next_weekly_rebuild_is_the_coming_sunday_midnight() -> None:
+    wednesday = dt.datetime(2026, 11, 25, 15, 0, tzinfo=dt.UTC)
+    assert next_weekly_rebuild(wednesday) == dt.datetime(2026, 11, 29, tzinfo=dt.UTC)
+    sunday_midnight = dt.datetime(2026, 11, 29, tzinfo=dt.UTC)
+    assert next_weekly_rebuild(sunday_midnight) == dt.datetime(2026, 12, 6, tzinfo=dt.UTC)
+
+
+def test_no_page_writes_and_only_the_search_form_posts() -> None:
+    methods = sorted((route.path, sorted(route.methods)) for route in router.routes)  # type: ignore[attr-defined]
+    assert methods == [
+        ("/", ["GET"]),
+        ("/search", ["GET"]),
+        ("/search", ["POST"]),
+        ("/state", ["GET"]),
+        ("/table", ["GET"]),
+    ]
+
+
+def test_every_page_is_served_within_budget(client: TestClient) -> None:
+    for method, path, kwargs in [
+        ("GET", "/", {"params": {"q": "c"}}),
+        ("GET", "/table", {"params": {"id": "file:cities.csv"}}),
+        ("GET", "/search", {}),
+        ("POST", "/search", {"files": {"file": ("q.csv", b"city,country\nParis,FR\nRome,IT\n")}}),
+        ("GET", "/state", {}),
+    ]:
+        client.request(method, path, **kwargs)  # warm: first use loads the search modules
+        response = client.request(method, path, **kwargs)
+        server_ms = float(response.headers["server-timing"].split("dur=")[1])
+        assert response.status_code == 200 and server_ms < PAGE_BUDGET_MS, (path, server_ms)

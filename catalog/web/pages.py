@@ -29,6 +29,7 @@ from catalog.core.identity import normalize_token
 from catalog.db.engine import one_snapshot
 from catalog.lake_state import lake_state
 from catalog.search.family import JoinRequest, join_methods, search_kinds
+from catalog.search.mate.lists import nary_lists
 from catalog.web.charts import profile_chart
 from catalog.web.upload import (
     MAX_UPLOAD_BYTES,
@@ -134,7 +135,8 @@ def _profile_or_none(conn: Any, column_id: str) -> lookup.ProfileInfo | None:
 
 @router.get("/table", response_class=HTMLResponse)
 def table_page(request: Request, id: str = "") -> HTMLResponse:
-    """A table: its columns with profiles and charts, keys, joinable columns, unionable tables."""
+    """A table: its columns with profiles and charts, keys, joinable columns, unionable tables, and
+    the tables joining on its composite keys."""
     _start(request)
     try:
         check_table_id(id)
@@ -149,6 +151,7 @@ def table_page(request: Request, id: str = "") -> HTMLResponse:
             profiles = {c.column_id: _profile_or_none(conn, c.column_id) for c in columns}
             joinable = {c.column_id: lookup.joinable(conn, c.column_id, k=JOINABLE_SHOWN) for c in columns}
             unionable = lookup.unionable(conn, id, k=UNIONABLE_SHOWN)
+            nary = nary_lists(conn, id, k=UNIONABLE_SHOWN)
     except UnknownIdError as e:
         return _render(request, "error.html", 404, title="Unknown table", message=str(e))
     charts = {cid: profile_chart(p) if p is not None else None for cid, p in profiles.items()}
@@ -162,6 +165,7 @@ def table_page(request: Request, id: str = "") -> HTMLResponse:
         charts=charts,
         joinable=joinable,
         unionable=unionable,
+        nary=nary,
     )
 
 

@@ -5,17 +5,21 @@ message on the page, no route that writes, and each page's server time."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import insert
 
 from catalog.api.app import create_app
 from catalog.core.settings import Settings
 from catalog.db.engine import open_catalog
 from catalog.lake_state import next_weekly_rebuild
+from catalog.search.mate.lists import OVER_BUDGET
+from catalog.search.mate.models import MateList
 from catalog.web.pages import PAGE_SIZE, router
 from tests.web.catalog_rows import HOSTILE, add_failed_run, add_table
 
@@ -138,6 +142,35 @@ def test_the_table_page_shows_profiles_keys_and_a_chart_spec(client: TestClient)
     assert page.count('data-vega-spec="spec-') == 2  # one chart per column (their top values)
     spec = page.split('<script type="application/json" id="spec-1">', 1)[1].split("</script>", 1)[0]
     assert '"mark"' in spec and "\\u003cscript\\u003e" in spec  # the values are JSON data, never markup
+
+
+def test_the_table_page_shows_its_precomputed_nary_lists(client: TestClient, catalog_settings: Settings) -> None:
+    engine = open_catalog(catalog_settings.catalog_url)
+    marker = {"table_id": "file:cities.csv", "candidate_table_id": None, "mapping": None}
+    with engine.begin() as conn:
+        conn.execute(
+            insert(MateList),
+            [
+                {**marker, "key": '["city", "country"]', "rank": 0, "joinability": 0},
+                {
+                    **marker,
+                    "key": '["city", "country"]',
+                    "rank": 1,
+                    "candidate_table_id": f"file:{HOSTILE}.csv",
+                    "joinability": 7,
+                    "mapping": json.dumps({"city": HOSTILE, "country": "x_y"}),
+                },
+                {**marker, "key": '["city", "id"]', "rank": 0, "joinability": OVER_BUDGET},
+            ],
+        )
+    engine.dispose()
+    html = client.get("/table", params={"id": "file:cities.csv"}).text
+    section = html.split('id="nary"', 1)[1]
+    assert "(city, country)" in section and ">7<" in section and "country=x_y" in section
+    assert "/table?id=file%3A%3Cscript%3E" in section and "&lt;script&gt;" in section and "<script>alert" not in section
+    assert "(city, id)" in section and "Not precomputed" in section
+    other = client.get("/table", params={"id": "file:rivers.csv"}).text.split('id="nary"', 1)[1]
+    assert "No composite key of 2–3 columns is listed" in other
 
 
 def test_the_lake_state_page_shows_sources_runs_and_indexes(client: TestClient) -> None:

@@ -244,11 +244,48 @@ class _Restricted:
 
 
 # ---------------------------------------------------------------------- lookup
+@dataclass(frozen=True)
+class NaryList:
+    """One of a table's precomputed lists: its key, its best tables (`over_budget`: not computed)."""
+
+    key: list[str]
+    tables: list[NaryJoinableInfo]
+    over_budget: bool
+
+
+def nary_lists(conn: Connection, table_id: str, k: int = 10) -> list[NaryList]:
+    """Every precomputed list of `table_id` (its first k tables each), in key order."""
+    return [
+        NaryList(list(key), _infos(rows, key, 0, k), rows[0].joinability == OVER_BUDGET)
+        for key, rows in sorted(_table_lists(conn, table_id).items())
+    ]
+
+
 def nary_joinable(
     conn: Connection, table_id: str, key: Sequence[str], k: int = 10, *, offset: int = 0
 ) -> list[NaryJoinableInfo]:
     """Ranks offset+1 .. offset+k of `table_id`'s precomputed list on `key` (its columns in any
-    order), read in one statement (one snapshot while a publish runs)."""
+    order)."""
+    lists = _table_lists(conn, table_id)
+    match = [listed for listed in lists if set(listed) == set(key) and len(listed) == len(key)]
+    if not match:
+        have = "; ".join(",".join(listed) for listed in sorted(lists)) or "none"
+        raise UserError(
+            f"no precomputed n-ary list of {table_id!r} on ({', '.join(key)}): lists exist for its detected "
+            f"composite keys of 2-{MAX_LIST_KEY} columns ({have}); `juncture search nary` answers any key"
+        )
+    listed = match[0]
+    if lists[listed][0].joinability == OVER_BUDGET:
+        raise UserError(
+            f"the list of {table_id!r} on ({', '.join(listed)}) is not precomputed: its key values are too common "
+            f"(more than {MAX_LIST_PAIRS:,} candidate rows); `juncture search nary` answers it"
+        )
+    return _infos(lists[listed], listed, offset, k)
+
+
+def _table_lists(conn: Connection, table_id: str) -> dict[tuple[str, ...], list[Row[Any]]]:
+    """The table's lists by key, each from its rank-0 marker on, read in one statement (one
+    snapshot while a publish runs); UnknownIdError for a table the catalog does not hold."""
     statement = (
         select(CatalogTable.table_id, MateList.key, MateList.rank, MateList.candidate_table_id, MateList.joinability)
         .add_columns(MateList.mapping)
@@ -264,21 +301,12 @@ def nary_joinable(
     for r in rows:
         if r.key is not None:
             lists[tuple(json.loads(r.key))].append(r)
-    match = [listed for listed in lists if set(listed) == set(key) and len(listed) == len(key)]
-    if not match:
-        have = "; ".join(",".join(listed) for listed in sorted(lists)) or "none"
-        raise UserError(
-            f"no precomputed n-ary list of {table_id!r} on ({', '.join(key)}): lists exist for its detected "
-            f"composite keys of 2-{MAX_LIST_KEY} columns ({have}); `juncture search nary` answers any key"
-        )
-    listed = match[0]
-    if lists[listed][0].joinability == OVER_BUDGET:
-        raise UserError(
-            f"the list of {table_id!r} on ({', '.join(listed)}) is not precomputed: its key values are too common "
-            f"(more than {MAX_LIST_PAIRS:,} candidate rows); `juncture search nary` answers it"
-        )
+    return lists
+
+
+def _infos(rows: list[Row[Any]], key: tuple[str, ...], offset: int, k: int) -> list[NaryJoinableInfo]:
     return [
-        NaryJoinableInfo(r.candidate_table_id, r.rank, r.joinability, json.loads(r.mapping), list(listed))
-        for r in lists[listed]
+        NaryJoinableInfo(r.candidate_table_id, r.rank, r.joinability, json.loads(r.mapping), list(key))
+        for r in rows
         if offset < r.rank <= offset + k
     ]

@@ -100,9 +100,9 @@ class _Search:
         """Operators whose output occurs in every segment, best first: most characters produced,
         then extracts before constants (but a constant before an extract giving the same string on
         every example), then the simplest; one per distinct output tuple."""
-        best: dict[tuple[str, ...], tuple[tuple[int, int, tuple[int, int, int]], Operator]] = {}
+        best: dict[tuple[str, ...], tuple[tuple[int, int, tuple[int, int, int, int]], Operator]] = {}
 
-        def offer(op: Operator, outputs: tuple[str, ...], rank: tuple[int, int, tuple[int, int, int]]) -> None:
+        def offer(op: Operator, outputs: tuple[str, ...], rank: tuple[int, int, tuple[int, int, int, int]]) -> None:
             held = best.get(outputs)
             if held is None or rank < held[0]:
                 best[outputs] = (rank, op)
@@ -122,7 +122,7 @@ class _Search:
                             offer(op, outputs, (-sum(map(len, outputs)), kind, op.complexity))
         for text in _common_substrings(segments):
             outputs = tuple(text for _ in segments)
-            offer(Constant(text), outputs, (-len(text) * len(segments), 1, (0, 0, 0)))
+            offer(Constant(text), outputs, (-len(text) * len(segments), 1, (0, 0, 0, 0)))
         ranked = sorted(best.items(), key=lambda item: item[1][0])
         return [(op, outputs) for outputs, (_rank, op) in ranked]
 

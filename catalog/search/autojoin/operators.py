@@ -148,10 +148,12 @@ class Extract:
         return f"{self.casing.capitalize()}({text})" if self.casing else text
 
     @property
-    def complexity(self) -> tuple[int, int, int]:
+    def complexity(self) -> tuple[int, int, int, int]:
         """Occam's order among operators giving the same outputs: fewer slice positions (a split
-        follows variable-length fields where fixed positions do not), no casing, fewer splits."""
-        return (int(self.start != 0) + int(self.end is not None), int(self.casing != ""), len(self.splits))
+        follows variable-length fields where fixed positions do not), no casing, fewer splits, then
+        longer separators (", " is a more specific delimiter than " ")."""
+        slices = int(self.start != 0) + int(self.end is not None)
+        return (slices, int(self.casing != ""), len(self.splits), -sum(len(sep) for sep, _ in self.splits))
 
 
 Operator = Constant | Extract

@@ -46,7 +46,7 @@ def test_autojoin_finds_the_program_and_the_pairs_in_both_directions() -> None:
     order = [3, 0, 7, 1, 5, 2, 6, 4]
     target = (["full", "party"], [[f"{NAMES[i][1]} {NAMES[i][0]}", "p"] for i in order])
     result = autojoin(source, target)
-    assert str(result.program) == 'Concat(SplitSubstr(name, ", ", 1), " ", SplitSubstr(name, ", ", 0))'
+    assert str(result.program) == 'Concat(SplitSubstr(name, ", ", -1), " ", SplitSubstr(name, ", ", 0))'
     assert result.pairs == sorted((i, order.index(i)) for i in range(len(NAMES)))
     assert (result.source_columns, result.target_columns, result.coverage) == (("name",), ("full",), 8)
     back = autojoin(target, source)

@@ -23,7 +23,7 @@ def test_name_reordering_is_three_operators() -> None:
     )
     program = learn_program(examples, ["name"])
     assert program is not None and len(program) == 3
-    assert str(program) == 'Concat(SplitSubstr(name, ", ", 1), " ", SplitSubstr(name, ", ", 0))'
+    assert str(program) == 'Concat(SplitSubstr(name, ", ", -1), " ", SplitSubstr(name, ", ", 0))'
     assert program.apply(("Clinton, William",)) == "William Clinton"
 
 

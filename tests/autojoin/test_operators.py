@@ -69,14 +69,14 @@ def test_logical_operator_python_and_arrow_agree(op, expected, printed) -> None:
 
 def test_program_concatenates_and_prints_readably() -> None:
     program = Program(
-        (Extract(0, ((", ", 1),)), Constant(" "), Extract(0, ((", ", 0),))),
+        (Extract(0, ((", ", -1),)), Constant(" "), Extract(0, ((", ", 0),))),
         ("name",),
     )
-    assert str(program) == 'Concat(SplitSubstr(name, ", ", 1), " ", SplitSubstr(name, ", ", 0))'
+    assert str(program) == 'Concat(SplitSubstr(name, ", ", -1), " ", SplitSubstr(name, ", ", 0))'
     assert program.apply(("Obama, Barack",)) == "Barack Obama"
-    assert program.apply(("Cher",)) is None  # no second part: no join key
+    assert program.apply((None,)) is None  # no value: no join key
     column = pa.array(["Obama, Barack", "Cher", None])
-    assert program.apply_arrow([column]).to_pylist() == ["Barack Obama", None, None]
+    assert program.apply_arrow([column]).to_pylist() == ["Barack Obama", "Cher Cher", None]  # as in Python
 
 
 def test_arrow_select_on_a_sliced_column() -> None:

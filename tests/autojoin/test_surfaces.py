@@ -18,7 +18,7 @@ SOURCE = "name,born\n" + "".join(f'"{last}, {first}",{1900 + i}\n' for i, (last,
 TARGET = "full,field\n" + "".join(f"{first} {last},x\n" for last, first in reversed(PEOPLE))
 EXPECTED = {
     "pairs": [{"source_row": i, "target_row": len(PEOPLE) - 1 - i} for i in range(len(PEOPLE))],
-    "program": 'Concat(SplitSubstr(name, ", ", 1), " ", SplitSubstr(name, ", ", 0))',
+    "program": 'Concat(SplitSubstr(name, ", ", -1), " ", SplitSubstr(name, ", ", 0))',
     "source_columns": ["name"],
     "target_columns": ["full"],
     "coverage": len(PEOPLE),

@@ -1,7 +1,7 @@
 """`autojoin(source, target)`: join two tables whose keys need a transformation, and say which one.
 
 The thesis's pipeline (ch. 4; docs/algorithms/autojoin.md), in both directions (the one that covers
-more target rows wins):
+more target rows wins; on a tie, the one covering more without the fuzzy step):
 
 1. sample both tables (`sampling.sample_rates`: enough rows for T joining pairs, with high chance);
 2. find joinable row pairs: rare q-grams between each source column and each *key* column of the
@@ -93,7 +93,13 @@ class _Found:
     key: int  # target key column position
     pairs: list[tuple[int, int]] = field(default_factory=list)
     coverage: int = 0
+    exact: int = 0  # target rows covered by the equi-join alone
     fuzzy: bool = False
+
+    @property
+    def rank(self) -> tuple[int, int]:
+        """Directions compare by coverage, then by how much of it needs no fuzzy step."""
+        return (self.coverage, self.exact)
 
 
 def autojoin(
@@ -111,7 +117,7 @@ def autojoin(
     backward = _direction(t, s, cfg, seed)
     sampled = sample_rates(max(1, len(s)), max(1, len(t)), **_rate_args(cfg)).rows(len(s), len(t))
     best, flipped = forward, False
-    if backward is not None and (forward is None or backward.coverage > forward.coverage):
+    if backward is not None and (forward is None or backward.rank > forward.rank):
         best, flipped = backward, True
     if best is None:
         return AutoJoinResult([], None, (), (), 0, False, False, sampled)
@@ -253,6 +259,7 @@ def _join_all(found: _Found, s: Table, t: Table, cfg: AutojoinSettings) -> None:
     found.pairs = list(zip(rows.tolist(), target_row[rows].tolist(), strict=True))
     hit = np.zeros(len(key), bool)
     hit[target_row[rows]] = True
+    found.exact = int(hit.sum())
     if cfg.fuzzy:
         extra = _fuzzy(derived, matched, key, hit, cfg)
         if extra:

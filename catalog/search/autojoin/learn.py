@@ -21,6 +21,7 @@ from catalog.search.autojoin.operators import CASINGS, Constant, Extract, Operat
 
 Row = tuple[str | None, ...]
 Path = tuple[int, tuple[tuple[str, int], ...]]  # (column, splits): where an Extract takes its element
+_Rank = tuple[int, int, tuple[int, ...]]  # (-characters produced, kind, complexity): smaller is better
 _SEPARATORS = re.compile(r"[^0-9A-Za-z\u00C0-\uFFFF]+")
 
 
@@ -100,9 +101,9 @@ class _Search:
         """Operators whose output occurs in every segment, best first: most characters produced,
         then extracts before constants (but a constant before an extract giving the same string on
         every example), then the simplest; one per distinct output tuple."""
-        best: dict[tuple[str, ...], tuple[tuple[int, int, tuple[int, int, int, int]], Operator]] = {}
+        best: dict[tuple[str, ...], tuple[_Rank, Operator]] = {}
 
-        def offer(op: Operator, outputs: tuple[str, ...], rank: tuple[int, int, tuple[int, int, int, int]]) -> None:
+        def offer(op: Operator, outputs: tuple[str, ...], rank: _Rank) -> None:
             held = best.get(outputs)
             if held is None or rank < held[0]:
                 best[outputs] = (rank, op)
@@ -122,7 +123,7 @@ class _Search:
                             offer(op, outputs, (-sum(map(len, outputs)), kind, op.complexity))
         for text in _common_substrings(segments):
             outputs = tuple(text for _ in segments)
-            offer(Constant(text), outputs, (-len(text) * len(segments), 1, (0, 0, 0, 0)))
+            offer(Constant(text), outputs, (-len(text) * len(segments), 1, (0, 0, 0, 0, 0)))
         ranked = sorted(best.items(), key=lambda item: item[1][0])
         return [(op, outputs) for outputs, (_rank, op) in ranked]
 

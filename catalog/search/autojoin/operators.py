@@ -148,12 +148,15 @@ class Extract:
         return f"{self.casing.capitalize()}({text})" if self.casing else text
 
     @property
-    def complexity(self) -> tuple[int, int, int, int]:
+    def complexity(self) -> tuple[int, int, int, int, int]:
         """Occam's order among operators giving the same outputs: fewer slice positions (a split
         follows variable-length fields where fixed positions do not), no casing, fewer splits, then
-        longer separators (", " is a more specific delimiter than " ")."""
+        longer separators (", " is a more specific delimiter than " "), then parts nearer an end
+        (the last of two words is more likely "the last word" than "the second")."""
         slices = int(self.start != 0) + int(self.end is not None)
-        return (slices, int(self.casing != ""), len(self.splits), -sum(len(sep) for sep, _ in self.splits))
+        seps = -sum(len(sep) for sep, _ in self.splits)
+        ends = sum(k if k >= 0 else -k - 1 for _, k in self.splits)
+        return (slices, int(self.casing != ""), len(self.splits), seps, ends)
 
 
 Operator = Constant | Extract

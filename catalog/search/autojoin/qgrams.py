@@ -15,6 +15,10 @@ a column run as one vectorized call instead of one Python loop per suffix. The d
 at `q_max`. A q-gram matched 1-to-1 scores 1 and no longer one can beat it, so the cap only costs
 pairs whose values share nothing rare shorter than `q_max` characters (default 12).
 
+One more "q-gram" per value departs from the thesis: the sorted set of its alphanumeric tokens
+(of a value with two or more). Reformatting that reorders fields and changes every separator
+("1967-07-01" and "07/01/1967") leaves no rare q-gram in common, but the same token set.
+
 Values are compared lower-cased (the operators change case) and truncated to `max_chars`.
 Hash collisions (64-bit polynomial hashes) are possible and harmless: a pair is only an example
 for the program search, which checks it.
@@ -22,6 +26,7 @@ for the program search, which checks it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,6 +34,7 @@ import numpy as np
 
 _BASE = np.uint64(0x100000001B3)
 _Q_SALT = np.uint64(0x9E3779B97F4A7C15)
+_TOKENS = re.compile(r"[^\W_]+")
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,10 @@ def column_grams(values: Sequence[str], *, q_min: int = 3, q_max: int = 12, max_
             rows, cols = np.nonzero(valid)
             hashes_out.append(rolling[rows, cols] ^ (np.uint64(q) * _Q_SALT))
             values_out.append(rows.astype(np.int64))
+    tokens = _token_sets(values)
+    if len(tokens[0]):
+        hashes_out.append(tokens[1])
+        values_out.append(tokens[0])
     if not hashes_out:
         empty = np.zeros(0, np.int64)
         return ColumnGrams(np.zeros(0, np.uint64), empty, empty)
@@ -136,3 +146,16 @@ def match_values(source: ColumnGrams, target: ColumnGrams, *, max_nm: int = 4) -
     first = np.ones(len(p_src), bool)
     first[1:] = p_src[1:] != p_src[:-1]
     return ValuePairs(p_src[first], p_tgt[first], best[first], shared[first])
+
+
+def _token_sets(values: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(value index, hash of its sorted lower-cased token set) for values of two or more tokens."""
+    import mmh3  # deferred: only the token-set grams hash strings
+
+    index, hashes = [], []
+    for i, value in enumerate(values):
+        tokens = sorted(set(_TOKENS.findall(value.lower())))
+        if len(tokens) >= 2:
+            index.append(i)
+            hashes.append(mmh3.hash64("\x00".join(tokens), seed=7, signed=False)[0])
+    return np.asarray(index, np.int64), np.asarray(hashes, np.uint64)

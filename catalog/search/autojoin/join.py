@@ -7,7 +7,8 @@ more target rows wins; on a tie, the one covering more without the fuzzy step):
 2. find joinable row pairs: rare q-grams between each source column and each *key* column of the
    target (only 1:1 and N:1 joins: the target side is a key, every source row joins one row at most);
 3. per target key column (a group), take its top-k pairs and learn a program from each of r random
-   subsets of b of them (at most L in all); keep the program covering the most sampled target rows;
+   subsets of b of them (at most L in all; the i-th drawn from the best b + 2i pairs, so the
+   strongest are tried first); keep the program covering the most sampled target rows;
 4. apply it to the whole source (Arrow compute) and equi-join with the target key;
 5. the constrained fuzzy join pairs what is left, if it can without breaking the 1:1 / N:1 shape.
 """
@@ -137,16 +138,18 @@ def _direction(s: Table, t: Table, cfg: AutojoinSettings, seed: int) -> _Found |
     """The best program turning rows of `s` into a key of `t`, applied to the whole tables."""
     if len(s) == 0 or len(t) == 0:
         return None
-    keys = [c for c in range(min(len(t.headers), cfg.max_columns)) if _is_key(t.columns[c])]
-    if not keys:
-        return None
     rng = random.Random(seed)
     rates = sample_rates(len(s), len(t), **_rate_args(cfg))
     n_s, n_t = rates.rows(len(s), len(t))
     s_rows = _sample(len(s), n_s, rng)
     t_rows = _sample(len(t), n_t, rng)
     s_cols = [s.columns[c].take(s_rows) for c in range(min(len(s.headers), cfg.max_columns))]
-    t_keys = {k: t.columns[k].take(t_rows) for k in keys}
+    # a key column is unique in the sample (cheap); the winner's is checked on the whole table
+    t_sampled = {c: t.columns[c].take(t_rows) for c in range(min(len(t.headers), cfg.max_columns))}
+    t_keys = {k: col for k, col in t_sampled.items() if _is_key(col)}
+    keys = list(t_keys)
+    if not keys:
+        return None
     s_index = {c: _distinct(col, cfg) for c, col in enumerate(s_cols)}
     t_index = {k: _distinct(col, cfg) for k, col in t_keys.items()}
     groups = []
@@ -182,7 +185,10 @@ def _direction(s: Table, t: Table, cfg: AutojoinSettings, seed: int) -> _Found |
                 break
             budget -= 1
             size = min(len(pool), cfg.examples_per_set + (i % 2))  # b = 3 and 4 in turn
-            chosen = rng.sample(pool, size)
+            # the i-th subset draws from the best 3 + 2i pairs: the strongest pairs are tried first
+            # (weak ones, one shared q-gram, are often false), the pool widens as subsets fail
+            window = pool[: max(size, min(len(pool), cfg.examples_per_set + 2 * i))]
+            chosen = rng.sample(window, size)
             program = learn_program(
                 chosen, names, max_operators=cfg.max_operators, breadth=cfg.breadth, max_steps=cfg.max_steps
             )
@@ -193,7 +199,7 @@ def _direction(s: Table, t: Table, cfg: AutojoinSettings, seed: int) -> _Found |
             rank = (covered, -len(program))
             if covered >= 1 and (best is None or rank > best_rank):
                 best, best_rank = _Found(program, inputs, k), rank
-    if best is None:
+    if best is None or not _is_key(t.columns[best.key]):
         return None
     _join_all(best, s, t, cfg)
     return best if best.coverage >= cfg.min_coverage else None

@@ -98,15 +98,17 @@ def column_grams(values: Sequence[str], *, q_min: int = 3, q_max: int = 12, max_
         return ColumnGrams(np.zeros(0, np.uint64), empty, empty)
     hashes = np.concatenate(hashes_out)
     value = np.concatenate(values_out)
-    # one entry per (q-gram, value): a value holding a q-gram twice counts once
-    order = np.lexsort((value, hashes))
+    # one entry per (q-gram, value): a value holding a q-gram twice counts once. A stable sort by
+    # hash keeps equal hashes in generation order (one q, rows ascending), so a value's repeats
+    # of a q-gram are adjacent
+    order = np.argsort(hashes, kind="stable")
     hashes, value = hashes[order], value[order]
     keep = np.ones(len(hashes), bool)
     keep[1:] = (hashes[1:] != hashes[:-1]) | (value[1:] != value[:-1])
     hashes, value = hashes[keep], value[keep]
-    first = np.searchsorted(hashes, hashes, side="left")
-    last = np.searchsorted(hashes, hashes, side="right")
-    return ColumnGrams(hashes, value, (last - first).astype(np.int64))
+    group_starts = np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1])))
+    runs = np.diff(np.append(group_starts, len(hashes)))
+    return ColumnGrams(hashes, value, np.repeat(runs, runs).astype(np.int64))
 
 
 def match_values(source: ColumnGrams, target: ColumnGrams, *, max_nm: int = 4) -> ValuePairs:

@@ -13,6 +13,8 @@ from catalog.search.autojoin.fuzzy import fuzzy_pairs
 from catalog.search.autojoin.join import autojoin
 from catalog.search.autojoin.qgrams import column_grams, match_values
 from catalog.search.autojoin.sampling import chernoff_failure, sample_rates, thesis_rates
+from catalog.search.autojoin.settings import AutojoinSettings
+from tests.autojoin.quality_cases import cases
 
 NAMES = [
     ("Schwarzenegger", "Arnold"),
@@ -131,3 +133,14 @@ def test_sampled_pair_of_larger_tables_still_joins() -> None:
     assert result.sampled[0] < len(people)
     assert result.coverage >= 0.99 * len(people)
     assert chernoff_failure(20, 0.8) < 0.0017
+
+
+def test_a_spurious_program_covering_a_sliver_is_refused() -> None:
+    """Compact dates (19670701) against ggplot2's economics table: no rare q-gram pairs the dates,
+    but digits of the population column land on a few dates by chance; without the coverage share
+    that program is returned, with it nothing is."""
+    case = next(c for c in cases() if c.name == "economics date compact")
+    spurious = autojoin(case.source, case.target, AutojoinSettings(min_coverage_share=0.0))
+    assert spurious.program is not None and not set(spurious.pairs) & case.truth
+    result = autojoin(case.source, case.target)
+    assert result.program is None and result.pairs == [] and result.coverage == 0

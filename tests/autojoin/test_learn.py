@@ -119,7 +119,7 @@ _OPERATOR = st.one_of(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=_rows(), operators=st.lists(_OPERATOR, min_size=1, max_size=3))
 def test_learned_program_reproduces_a_random_program_on_held_out_rows(rows, operators) -> None:
     hidden = Program(tuple(operators), ("words", "code"))

@@ -197,12 +197,16 @@ def _direction(s: Table, t: Table, cfg: AutojoinSettings, seed: int) -> _Found |
             tried.add((str(program), k))
             covered = _coverage(program.apply_arrow(in_cols), t_keys[k])
             rank = (covered, -len(program))
-            if covered >= 1 and (best is None or rank > best_rank):
+            # a program must join more than the pairs it was learned from: one that only
+            # reproduces its own (coincidental) examples is the spurious join the thesis warns of
+            if covered > len(chosen) and (best is None or rank > best_rank):
                 best, best_rank = _Found(program, inputs, k), rank
     if best is None or not _is_key(t.columns[best.key]):
         return None
     _join_all(best, s, t, cfg)
-    return best if best.coverage >= cfg.min_coverage else None
+    # coincidences (digits of one column landing on dates of another) cover a sliver of the tables
+    enough = max(cfg.min_coverage, cfg.min_coverage_share * min(len(s), len(t)))
+    return best if best.exact >= enough else None
 
 
 def _is_key(column: pa.Array) -> bool:

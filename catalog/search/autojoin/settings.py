@@ -34,9 +34,12 @@ class AutojoinSettings:
     sample_examples: int = 4
     delta: float = 0.8
     participation: float = 0.05
-    # the join: fewest target rows a program must cover, the source columns fed to a program, the
-    # columns of each table considered at all
+    # the join: fewest target rows a program must cover (the next setting too), the source columns
+    # fed to a program, the columns of each table considered at all
     min_coverage: int = 2
+    # ... and at least this share of the smaller table's rows, by the equi-join alone (ours: the
+    # thesis has none; a spurious program covers a few percent at most on the quality cases)
+    min_coverage_share: float = 0.05
     max_inputs: int = 3
     max_columns: int = 24
     # constrained fuzzy join (§4.6)
@@ -60,6 +63,7 @@ class AutojoinSettings:
             "delta": 0.0 < self.delta < 1.0,
             "participation": 0.0 < self.participation <= 1.0,
             "min_coverage": self.min_coverage >= 1,
+            "min_coverage_share": 0.0 <= self.min_coverage_share <= 1.0,
             "max_inputs": 1 <= self.max_inputs <= 8,
             "max_columns": self.max_columns >= 1,
             "fuzzy_max_distance": 0.0 <= self.fuzzy_max_distance < 1.0,

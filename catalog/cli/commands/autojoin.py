@@ -7,6 +7,7 @@ import argparse
 import json
 
 from catalog.cli.context import CliContext
+from catalog.cli.output import emit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,7 +44,5 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     print(f"source columns: {', '.join(result.source_columns)}")
     print(f"target columns: {', '.join(result.target_columns)}")
     print(f"coverage: {result.coverage} target key rows; pairs: {len(result.pairs)}; fuzzy: {result.fuzzy}")
-    print("source_row\ttarget_row")
-    for s, t in result.pairs:
-        print(f"{s}\t{t}")
+    emit([{"source_row": s, "target_row": t} for s, t in result.pairs], as_json=False)
     return 0

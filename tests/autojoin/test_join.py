@@ -144,3 +144,15 @@ def test_a_spurious_program_covering_a_sliver_is_refused() -> None:
     assert spurious.program is not None and not set(spurious.pairs) & case.truth
     result = autojoin(case.source, case.target)
     assert result.program is None and result.pairs == [] and result.coverage == 0
+
+
+def test_a_name_deep_inside_long_text() -> None:
+    """The name sits past the 64th character of a long description: q-grams reach it (max_chars)
+    and the search finds the split-of-a-split that takes it out, in bounded time."""
+    rng = random.Random(0)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "theta"]
+    names = [f"{''.join(rng.choices('abcdefghij', k=7))} {''.join(rng.choices('klmnopqrst', k=8))}" for _ in range(80)]
+    text = [" ".join(rng.choices(words, k=14)) + f", name: {n}; " + "-".join(rng.choices(words, k=6)) for n in names]
+    result = autojoin((["text"], [[t] for t in text]), (["name"], [[n.title()] for n in names]))
+    assert str(result.program) == 'Title(SplitSplitSubstr(text, ": ", -1, "; ", 0))'
+    assert result.pairs == [(i, i) for i in range(len(names))]

@@ -174,6 +174,8 @@ def _direction(s: Table, t: Table, cfg: AutojoinSettings, seed: int) -> _Found |
     tried: set[tuple[str, int]] = set()
     budget = cfg.max_example_sets
     for _strength, k, per_column in groups:
+        if budget <= 0:
+            break
         inputs = tuple(sorted(c for _, c, *_ in per_column))
         pool = _example_pool(per_column, inputs, s_cols, cfg.top_k)
         if len(pool) < min(cfg.examples_per_set, 2):
@@ -201,6 +203,8 @@ def _direction(s: Table, t: Table, cfg: AutojoinSettings, seed: int) -> _Found |
             # reproduces its own (coincidental) examples is the spurious join the thesis warns of
             if covered > len(chosen) and (best is None or rank > best_rank):
                 best, best_rank = _Found(program, inputs, k), rank
+                if covered >= min(len(s_rows), len(t_keys[k]) - t_keys[k].null_count):
+                    budget = 0  # every sampled source row (or key) joins: no program can cover more
     if best is None or not _is_key(t.columns[best.key]):
         return None
     _join_all(best, s, t, cfg)
@@ -225,7 +229,7 @@ def _distinct(column: pa.Array, cfg: AutojoinSettings) -> tuple[pa.Array, np.nda
     """A sampled column's distinct values, the first sampled row holding each, and their q-grams."""
     values = pc.unique(column.drop_null())
     first = pc.index_in(values, value_set=column).to_numpy(zero_copy_only=False)
-    grams = column_grams(values.to_pylist(), q_min=cfg.q_min, q_max=cfg.q_max)
+    grams = column_grams(values.to_pylist(), q_min=cfg.q_min, q_max=cfg.q_max, max_chars=cfg.max_chars)
     return values, first, grams
 
 

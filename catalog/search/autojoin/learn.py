@@ -109,12 +109,21 @@ class _Search:
                 best[outputs] = (rank, op)
 
         first = segments[0]
+        trigrams = {first[i : i + 3] for i in range(len(first) - 2)}
+        found: dict[str, list[tuple[int, int]]] = {}
         for path, element in self.elements[0].items():
             for casing in CASINGS:
                 cased = recase(element, casing)
                 if casing and cased == element:
                     continue
-                for start, end in _spans(cased, first):
+                # an element sharing no 3-gram with the segment can only give it 1-2 characters:
+                # its short prefixes (initials) are all worth trying, not every slice of it
+                spans = found.get(cased)
+                if spans is None:  # one part is reached by several paths (k and k - n at least)
+                    shares = any(cased[i : i + 3] in trigrams for i in range(len(cased) - 2))
+                    spans = _spans(cased, first) if shares or len(cased) <= 3 else _short_prefixes(cased, first)
+                    found[cased] = spans
+                for start, end in spans:
                     for op in _parametrizations(path, start, end, len(element), casing):
                         outputs = self._outputs(op, segments)
                         if outputs is not None:
@@ -190,6 +199,10 @@ def _spans(element: str, segment: str) -> list[tuple[int, int]]:
             if i == 0:
                 out.extend((0, j) for j in range(1, m))
     return out
+
+
+def _short_prefixes(element: str, segment: str) -> list[tuple[int, int]]:
+    return [(0, j) for j in (1, 2) if j <= len(element) and element[:j] in segment]
 
 
 def _parametrizations(path: Path, start: int, end: int, length: int, casing: str) -> list[Extract]:

@@ -59,7 +59,7 @@ class ValuePairs:
     shared: np.ndarray  # int64
 
 
-def column_grams(values: Sequence[str], *, q_min: int = 3, q_max: int = 12, max_chars: int = 64) -> ColumnGrams:
+def column_grams(values: Sequence[str], *, q_min: int = 3, q_max: int = 12, max_chars: int = 128) -> ColumnGrams:
     """The q-gram index of a column's distinct values (no nulls: callers drop them)."""
     if q_min < 3:
         raise ValueError(f"q_min must be at least 3 (shorter q-grams match everything), got {q_min}")

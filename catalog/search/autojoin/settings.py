@@ -20,6 +20,7 @@ class AutojoinSettings:
     q_min: int = 3
     q_max: int = 12
     max_nm: int = 4
+    max_chars: int = 128  # characters of a value cut into q-grams (a code past them is not seen)
     # candidate generation (Algorithm 5): the top-k example pairs of a column group, r random
     # subsets of b of them per group, at most L example sets in all
     top_k: int = 32
@@ -52,6 +53,7 @@ class AutojoinSettings:
             "q_min": self.q_min >= 3,
             "q_max": self.q_max >= self.q_min,
             "max_nm": self.max_nm >= 1,
+            "max_chars": self.max_chars >= self.q_max,
             "top_k": self.top_k >= self.examples_per_set,
             "subsets": self.subsets >= 1,
             "examples_per_set": 1 <= self.examples_per_set <= 8,

@@ -44,7 +44,8 @@ def test_cli_prints_the_issue_document(files: tuple[str, str], capsys: pytest.Ca
 
 def test_cli_bad_sides_exit_2_with_one_line(files: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["autojoin", files[0], "nowhere.csv"]) == 2
-    assert capsys.readouterr().err.count("\n") == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "TARGET: no such file" in err
     assert main(["autojoin", files[0], "not a table"]) == 2
     assert "neither a CSV file nor a lake table_id" in capsys.readouterr().err
     assert main(["autojoin", files[0], "socrata:abcd-1234"]) == 2  # a table_id the (empty) lake lacks

@@ -31,9 +31,11 @@ def open_side(spec: str, settings: Settings, *, what: str) -> Table:
     """A CSV file when `spec` names one, else a lake table_id."""
     if not os.path.exists(spec) and valid_table_id(spec):
         return lake_table(spec, settings)
-    if os.path.exists(spec) or spec.lower().endswith(".csv"):
+    if os.path.exists(spec):
         headers, rows = read_csv(spec)
         return Table.from_rows(headers, rows)
+    if spec.lower().endswith(".csv"):
+        raise UserError(f"{what}: no such file {spec!r}")
     raise UserError(f"{what}: {spec!r} is neither a CSV file nor a lake table_id (socrata:…, ckan:…, file:…)")
 
 

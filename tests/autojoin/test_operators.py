@@ -87,3 +87,9 @@ def test_arrow_select_on_a_sliced_column() -> None:
 def test_extract_refuses_three_splits() -> None:
     with pytest.raises(ValueError, match="twice"):
         Extract(0, (("a", 0), ("b", 0), ("c", 0)))
+
+
+def test_used_columns_are_the_ones_an_operator_reads() -> None:
+    program = Program((Extract(2), Constant("-"), Extract(0, (), 0, 1)), ("a", "b", "c"))
+    assert program.used_columns == ("a", "c")
+    assert Program((Constant("x"),), ("a",)).used_columns == ()

@@ -122,7 +122,7 @@ def autojoin(
         best, flipped = backward, True
     if best is None:
         return AutoJoinResult([], None, (), (), 0, False, False, sampled)
-    reads = tuple(best.program.columns)
+    reads = best.program.used_columns
     key = ((t if not flipped else s).headers[best.key],)
     if flipped:
         pairs = sorted((b, a) for a, b in best.pairs)

@@ -185,6 +185,12 @@ class Program:
             return only
         return pc.binary_join_element_wise(*parts, "")
 
+    @property
+    def used_columns(self) -> tuple[str, ...]:
+        """The inputs some operator reads, in input order (a program may be given more)."""
+        used = {op.column for op in self.operators if isinstance(op, Extract)}
+        return tuple(name for i, name in enumerate(self.columns) if i in used)
+
     def __str__(self) -> str:
         rendered = [op.render(self.columns) for op in self.operators]
         return rendered[0] if len(rendered) == 1 else f"Concat({', '.join(rendered)})"

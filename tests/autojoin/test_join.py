@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from catalog.core.errors import SettingsError
+from catalog.core.settings import load_settings
 from catalog.search.autojoin.fuzzy import fuzzy_pairs
 from catalog.search.autojoin.join import autojoin
 from catalog.search.autojoin.qgrams import column_grams, match_values
 from catalog.search.autojoin.sampling import chernoff_failure, sample_rates, thesis_rates
-from catalog.search.autojoin.settings import AutojoinSettings
+from catalog.search.autojoin.settings import AutojoinSettings, autojoin_settings
 from tests.autojoin.quality_cases import cases
 
 NAMES = [
@@ -156,3 +159,13 @@ def test_a_name_deep_inside_long_text() -> None:
     result = autojoin((["text"], [[t] for t in text]), (["name"], [[n.title()] for n in names]))
     assert str(result.program) == 'Title(SplitSplitSubstr(text, ": ", -1, "; ", 0))'
     assert result.pairs == [(i, i) for i in range(len(names))]
+
+
+def test_settings_come_from_the_index_autojoin_section(tmp_path: Path) -> None:
+    path = tmp_path / "juncture.toml"
+    path.write_text("[index.autojoin]\nq_max = 8\nfuzzy = false\n")
+    cfg = autojoin_settings(load_settings({}, config_file=path))
+    assert (cfg.q_max, cfg.fuzzy, cfg.q_min) == (8, False, 3)
+    path.write_text("[index.autojoin]\nq_min = 2\n")
+    with pytest.raises(SettingsError, match=r"index\.autojoin\.q_min"):
+        load_settings({}, config_file=path)

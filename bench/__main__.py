@@ -16,6 +16,7 @@ BENCHMARKS = (
     "union_bench",
     "lshe_bench",
     "mate_bench",
+    "autojoin_bench",
 )
 
 

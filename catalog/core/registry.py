@@ -56,6 +56,12 @@ BUILTIN: tuple[FamilyEntry, ...] = (
         pipeline="spark_jobs.mate.family:FAMILY",
         settings="catalog.search.mate.settings:MateSettings",
     ),
+    FamilyEntry(
+        "autojoin",
+        search="catalog.search.autojoin.family:FAMILY",
+        pipeline=None,  # no index of its own: it joins tables the lake (or the user) already has
+        settings="catalog.search.autojoin.settings:AutojoinSettings",
+    ),
 )
 
 _registered: dict[str, FamilyEntry] = {}

@@ -1,6 +1,7 @@
 """The commands of the command-line contract (docs/contracts.md), one module each, in help order."""
 
 from catalog.cli.commands import (
+    autojoin,
     crawl,
     demo,
     index,
@@ -12,4 +13,4 @@ from catalog.cli.commands import (
     update,
 )
 
-COMMAND_MODULES = (demo, portal, crawl, index, update, rebuild, lookup, search, serve)
+COMMAND_MODULES = (demo, portal, crawl, index, update, rebuild, lookup, search, autojoin, serve)

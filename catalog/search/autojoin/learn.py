@@ -1,0 +1,256 @@
+"""The minimum-program search (thesis Algorithm 4): from 3-4 example pairs (a source row, the target
+key it should become), a program of the fewest logical operators consistent with every example.
+
+Greedy and recursive: among every logical operator (and its parameters) whose output, on every
+example, occurs in what is left of that example's target, take the one producing the most target
+characters summed over the examples; place it at its output's leftmost occurrence; solve the left
+and right remainders the same way; when a remainder cannot be solved, backtrack to the next-best
+operator (`breadth` of them per step). Operators producing the same outputs on every example are
+kept once, the simplest (`Extract.complexity`): Occam's razor among programs the examples cannot
+tell apart. The total length is capped at `max_operators` (τ; the thesis: 10 sufficed on every real
+case) and the work at `max_steps` solved remainders, so a hopeless example set fails fast.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from catalog.search.autojoin.operators import CASINGS, Constant, Extract, Operator, Program, recase
+
+Row = tuple[str | None, ...]
+Path = tuple[int, tuple[tuple[str, int], ...]]  # (column, splits): where an Extract takes its element
+_Rank = tuple[int, int, tuple[int, ...]]  # (-characters produced, kind, complexity): smaller is better
+_SEPARATORS = re.compile(r"[^0-9A-Za-z\u00C0-\uFFFF]+")
+
+
+@dataclass(frozen=True)
+class Example:
+    row: Row  # the source row's input values
+    target: str  # the target key it joins
+
+
+class LearnError(ValueError):
+    """The examples cannot define a program (none given, or an empty target)."""
+
+
+def learn_program(
+    examples: Sequence[Example],
+    columns: Sequence[str],
+    *,
+    max_operators: int = 10,
+    breadth: int = 3,
+    max_steps: int = 400,
+) -> Program | None:
+    """The (greedy) minimum program turning every example's row into its target, or None."""
+    if not examples:
+        raise LearnError("no example pairs to learn from")
+    if any(not e.target for e in examples):
+        raise LearnError("an example's target is empty")
+    search = _Search(list(examples), len(columns), max_operators, breadth, max_steps)
+    spans = tuple((0, len(e.target)) for e in examples)
+    found = search.solve(spans, max_operators)
+    return None if found is None else Program(tuple(found), tuple(columns))
+
+
+@dataclass
+class _Search:
+    examples: list[Example]
+    n_columns: int
+    max_operators: int
+    breadth: int
+    max_steps: int
+    steps: int = 0
+    memo: dict[tuple[tuple[tuple[int, int], ...], int], list[Operator] | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.elements = [_elements(e.row, self.n_columns) for e in self.examples]
+
+    def solve(self, spans: tuple[tuple[int, int], ...], budget: int) -> list[Operator] | None:
+        """The operators producing target[a:b] of every example (spans), at most `budget` of them."""
+        if all(a == b for a, b in spans):
+            return []
+        if budget <= 0 or any(a == b for a, b in spans):
+            return None  # an operator never outputs an empty string: some example would get one
+        key = (spans, budget)
+        if key in self.memo:
+            return self.memo[key]
+        self.memo[key] = None  # until solved (also stops a cycle)
+        self.steps += 1
+        if self.steps > self.max_steps:
+            return None
+        segments = [e.target[a:b] for e, (a, b) in zip(self.examples, spans, strict=True)]
+        for op, outputs in self._candidates(segments)[: self.breadth]:
+            left, right = [], []
+            for (a, _b), seg, out in zip(spans, segments, outputs, strict=True):
+                at = a + seg.index(out)
+                left.append((a, at))
+                right.append((at + len(out), _b))
+            lhs = self.solve(tuple(left), budget - 1)
+            if lhs is None:
+                continue
+            rhs = self.solve(tuple(right), budget - 1 - len(lhs))
+            if rhs is None:
+                continue
+            self.memo[key] = [*lhs, op, *rhs]
+            return self.memo[key]
+        return None
+
+    def _candidates(self, segments: list[str]) -> list[tuple[Operator, tuple[str, ...]]]:
+        """Operators whose output occurs in every segment, best first: most characters produced,
+        then extracts before constants (but a constant before an extract giving the same string on
+        every example), then the simplest; one per distinct output tuple."""
+        best: dict[tuple[str, ...], tuple[_Rank, Operator]] = {}
+
+        def offer(op: Operator, outputs: tuple[str, ...], rank: _Rank) -> None:
+            held = best.get(outputs)
+            if held is None or rank < held[0]:
+                best[outputs] = (rank, op)
+
+        first = segments[0]
+        trigrams = {first[i : i + 3] for i in range(len(first) - 2)}
+        found: dict[str, list[tuple[int, int]]] = {}
+        for path, element in self.elements[0].items():
+            for casing in CASINGS:
+                cased = recase(element, casing)
+                if casing and cased == element:
+                    continue
+                # an element sharing no 3-gram with the segment can only give it 1-2 characters:
+                # its short prefixes (initials) are all worth trying, not every slice of it
+                spans = found.get(cased)
+                if spans is None:  # one part is reached by several paths (k and k - n at least)
+                    shares = any(cased[i : i + 3] in trigrams for i in range(len(cased) - 2))
+                    spans = _spans(cased, first) if shares or len(cased) <= 3 else _short_prefixes(cased, first)
+                    found[cased] = spans
+                for start, end in spans:
+                    for op in _parametrizations(path, start, end, len(element), casing):
+                        outputs = self._outputs(op, segments)
+                        if outputs is not None:
+                            # an extract giving one string on every example is a Constant in disguise
+                            kind = 2 if len(set(outputs)) == 1 and len(outputs) > 1 else 0
+                            offer(op, outputs, (-sum(map(len, outputs)), kind, op.complexity))
+        for text in _common_substrings(segments):
+            outputs = tuple(text for _ in segments)
+            offer(Constant(text), outputs, (-len(text) * len(segments), 1, (0, 0, 0, 0, 0)))
+        ranked = sorted(best.items(), key=lambda item: item[1][0])
+        return [(op, outputs) for outputs, (_rank, op) in ranked]
+
+    def _outputs(self, op: Extract, segments: list[str]) -> tuple[str, ...] | None:
+        outputs = []
+        for elements, seg in zip(self.elements, segments, strict=True):
+            element = elements.get((op.column, op.splits))
+            if element is None:
+                return None
+            out = recase(element[op.start : op.end], op.casing)
+            if not out or out not in seg:
+                return None
+            outputs.append(out)
+        return tuple(outputs)
+
+
+def _elements(row: Row, n_columns: int) -> dict[Path, str]:
+    """Every string an Extract can slice in this row: each column's value, each part of it split
+    once by a separator it holds (k counted from the front and from the back), and each part of
+    those split again by another separator."""
+    out: dict[Path, str] = {}
+    for column in range(n_columns):
+        value = row[column] if column < len(row) else None
+        if value is None:
+            continue
+        out[(column, ())] = value
+        for sep, k, part in _parts(value):
+            out[(column, ((sep, k),))] = part
+            for sep2, k2, part2 in _parts(part):
+                if sep2 != sep:
+                    out[(column, ((sep, k), (sep2, k2)))] = part2
+    return out
+
+
+def _parts(value: str) -> list[tuple[str, int, str]]:
+    """(separator, k, part) for every separator in `value`: each run of non-alphanumeric characters
+    and each single character of such a run."""
+    seps: set[str] = set()
+    for run in _SEPARATORS.findall(value):
+        seps.add(run)
+        seps.update(run)
+    out = []
+    for sep in sorted(seps):
+        parts = value.split(sep)
+        n = len(parts)
+        for k, part in enumerate(parts):
+            if part:
+                out.append((sep, k, part))
+                out.append((sep, k - n, part))
+    return out
+
+
+def _spans(element: str, segment: str) -> list[tuple[int, int]]:
+    """The slices of `element` worth trying against `segment`: from each start, the longest match
+    occurring in the segment (a matching statistic), and every prefix of the element that occurs
+    (an initial, a fixed-length code)."""
+    out = []
+    for i in range(len(element)):
+        m = 0
+        while i + m < len(element) and element[i : i + m + 1] in segment:
+            m += 1
+        if m:
+            out.append((i, i + m))
+            if i == 0:
+                out.extend((0, j) for j in range(1, m))
+    return out
+
+
+def _short_prefixes(element: str, segment: str) -> list[tuple[int, int]]:
+    return [(0, j) for j in (1, 2) if j <= len(element) and element[:j] in segment]
+
+
+def _parametrizations(path: Path, start: int, end: int, length: int, casing: str) -> list[Extract]:
+    """The Extracts taking element[start:end]: each end counted from the front or the back."""
+    column, splits = path
+    starts = [start] if start == 0 else [start, start - length]
+    ends: list[int | None] = [None] if end == length else [end, end - length]
+    return [Extract(column, splits, s, e, casing) for s in starts for e in ends]
+
+
+def _common_substrings(segments: list[str]) -> list[str]:
+    """Strings occurring in every segment that no longer such string contains (the Constants)."""
+    first = segments[0]
+    found: set[str] = set()
+    for i in range(len(first)):
+        for j in range(len(first), i, -1):
+            text = first[i:j]
+            if all(text in seg for seg in segments[1:]):
+                found.add(text)
+                break
+    return [t for t in found if not any(t != u and t in u for u in found)]
+
+
+def best_program(
+    examples: Sequence[Example],
+    columns: Sequence[str],
+    *,
+    subsets: int = 12,
+    size: int = 3,
+    seed: int = 0,
+    **search: int,
+) -> Program | None:
+    """Algorithm 5 on example pairs alone: programs learned from random subsets of `size` pairs,
+    the one reproducing the most of all `examples` kept (then the shortest). A false pair spoils
+    only the subsets holding it."""
+    import random  # deferred: only this entry point draws subsets
+
+    rng = random.Random(seed)
+    best: Program | None = None
+    best_rank = (0, 0)
+    seen: set[str] = set()
+    for _ in range(subsets):
+        chosen = rng.sample(list(examples), min(size, len(examples)))
+        program = learn_program(chosen, columns, **search)
+        if program is None or str(program) in seen:
+            continue
+        seen.add(str(program))
+        rank = (sum(program.apply(e.row) == e.target for e in examples), -len(program))
+        if rank > best_rank:
+            best, best_rank = program, rank
+    return best

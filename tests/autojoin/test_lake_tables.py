@@ -1,0 +1,63 @@
+"""`juncture autojoin` with lake tables: two CSV files crawled into bronze, then joined by their
+table_ids (read from bronze cells with delta-rs), the same answer as from the files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from catalog.cli.main import main
+from catalog.core.identity import file_table_id
+from tests.autojoin.test_surfaces import EXPECTED, SOURCE, TARGET
+from tests.conftest import cli_home
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_url: str, spark) -> Iterator[Path]:  # type: ignore[no-untyped-def]
+    yield cli_home(tmp_path, monkeypatch, catalog_url, "[index]\ncells_buckets = 4\n")
+
+
+def test_autojoin_by_table_id_equals_by_file(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (home / "files" / "people.csv").write_text(SOURCE, encoding="utf-8")
+    (home / "files" / "directory.csv").write_text(TARGET, encoding="utf-8")
+    assert main(["crawl", "--dir", str(home / "files"), "--no-progress"]) == 0
+    capsys.readouterr()
+    source, target = file_table_id("people.csv"), file_table_id("directory.csv")
+    assert main(["autojoin", source, target, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == EXPECTED
+    assert main(["autojoin", source, file_table_id("nowhere.csv"), "--json"]) == 2
+    assert "unknown table" in capsys.readouterr().err
+
+
+def test_search_transform_finds_the_table_and_its_program(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A lake of three tables (the directory keyed by "First Last", an unrelated one, one sharing
+    only common words); the query holds "Last, First": the directory comes first, with its program."""
+    people = [
+        ("Hopper", "Grace"), ("Lovelace", "Ada"), ("Turing", "Alan"), ("Curie", "Marie"), ("Noether", "Emmy"),
+        ("Hamilton", "Margaret"), ("Franklin", "Rosalind"), ("Goodall", "Jane"), ("Meitner", "Lise"),
+    ]  # fmt: skip
+    directory = "full,field\n" + "".join(f"{first} {last},f{i}\n" for i, (last, first) in enumerate(people))
+    (home / "files" / "directory.csv").write_text(directory, encoding="utf-8")
+    (home / "files" / "codes.csv").write_text("code,n\n" + "".join(f"Q{i:04d},{i}\n" for i in range(40)))
+    (home / "files" / "words.csv").write_text("word\n" + "".join(f"{w}\n" for w in ("grace", "alan", "jane")))
+    assert main(["crawl", "--dir", str(home / "files"), "--no-progress"]) == 0
+    assert main(["index"]) == 0
+    query = home / "query.csv"
+    query.write_text("name,n\n" + "".join(f'"{last}, {first}",{i}\n' for i, (last, first) in enumerate(people)))
+    capsys.readouterr()
+    assert main(["search", "transform", "--csv", str(query), "--json"]) == 0
+    answers = json.loads(capsys.readouterr().out)
+    assert answers[0] == {
+        "coverage": len(people),
+        "table_id": file_table_id("directory.csv"),
+        "program": 'Concat(SplitSubstr(name, ", ", -1), " ", SplitSubstr(name, ", ", 0))',
+        "query_columns": ["name"],
+        "table_columns": ["full"],
+    }
+    assert file_table_id("codes.csv") not in {a["table_id"] for a in answers}
+    assert main(["search", "transform", "--csv", str(query), "--k", "0"]) == 2

@@ -178,7 +178,15 @@ def search_page(request: Request) -> HTMLResponse:
 
 def _answer(results: list[Any] | None = None, error: str | None = None, **more: Any) -> dict[str, Any]:
     """One search's section of the page: its rows, or why it has none."""
-    return {"results": results or [], "error": error, "method": None, "key": [], "detected": False, **more}
+    return {
+        "results": results or [],
+        "error": error,
+        "method": None,
+        "key": [],
+        "detected": False,
+        "skipped": False,
+        **more,
+    }
 
 
 def _join_answers(conn: Any, values: list[str | None], k: int) -> dict[str, Any]:
@@ -216,6 +224,22 @@ def _nary_answers(conn: Any, form: SearchForm) -> dict[str, Any]:
     return _answer(results, key=key, detected=bool(detected))
 
 
+def _transform_answers(request: Request, form: SearchForm) -> dict[str, Any]:
+    """Lake tables the query joins with through a learned transformation (Auto-Join; reads the
+    candidates' cells from the lake, so seconds: asked for by a checkbox)."""
+    if not form.transform:
+        return _answer(error=None, skipped=True)
+    if "transform" not in search_kinds():
+        return _answer(error="transformation search is not available")
+    from catalog.search.autojoin.join import Table  # deferred: the search loads when it runs
+    from catalog.search.autojoin.settings import autojoin_settings  # deferred: as above
+    from catalog.search.autojoin.transform import search_transform  # deferred: as above
+
+    settings = request.app.state.settings
+    query = Table.from_rows(*form.table)
+    return _answer(search_transform(query, settings, autojoin_settings(settings), k=form.k))
+
+
 def _section(search: Any, *args: Any) -> dict[str, Any]:
     """One search's answers, or the reason it has none (an index not built yet, a key not found):
     the other searches of the page still answer."""
@@ -228,7 +252,8 @@ def _section(search: Any, *args: Any) -> dict[str, Any]:
 
 @router.post(SEARCH_PATH, response_class=HTMLResponse)
 async def search_results(request: Request) -> HTMLResponse:
-    """Search with my table: join and containment on a column, n-ary on a key, in one snapshot."""
+    """Search with my table: join and containment on a column, n-ary on a key, in one snapshot;
+    transformation joins when asked for."""
     _start(request)
     try:
         fields = await parse_form(request, await read_capped(request))
@@ -250,6 +275,7 @@ async def search_results(request: Request) -> HTMLResponse:
             "contain": _section(_contain_answers, conn, values, form.threshold, form.k),
             "nary": _section(_nary_answers, conn, form),
         }
+    answers["transform"] = _section(_transform_answers, request, form)  # the lake, not the catalog
     return _render(
         request,
         "search.html",

@@ -61,6 +61,7 @@ class SearchForm:
     key: str | None
     threshold: float
     k: int
+    transform: bool = False  # also search for joins through a learned transformation (seconds)
 
 
 async def parse_form(request: Request, body: bytes) -> Mapping[str, Any]:
@@ -117,4 +118,4 @@ async def search_form(fields: Mapping[str, Any]) -> SearchForm:
     key = str(fields.get("key") or "").strip() or None
     threshold = _number(fields.get("threshold"), "threshold", float, 0.01, 1.0, 0.5)
     k = _number(fields.get("k"), "k", int, 1, 100, 10)
-    return SearchForm(table, text, column, key, threshold, k)
+    return SearchForm(table, text, column, key, threshold, k, transform=fields.get("transform") == "on")

@@ -212,3 +212,15 @@ def test_every_page_is_served_within_budget(client: TestClient) -> None:
         response = client.request(method, path, **kwargs)
         server_ms = float(response.headers["server-timing"].split("dur=")[1])
         assert response.status_code == 200 and server_ms < PAGE_BUDGET_MS, (path, server_ms)
+
+
+def test_transformation_search_runs_only_when_asked(client: TestClient) -> None:
+    table = b"name,n\nBerlin Germany,1\nParis France,2\n"
+    plain = client.post("/search", files={"file": ("q.csv", table)})
+    assert plain.status_code == 200 and 'id="join-results"' in plain.text
+    assert 'id="transform-results"' not in plain.text
+    asked = client.post("/search", files={"file": ("q.csv", table)}, data={"transform": "on"})
+    assert asked.status_code == 200 and 'id="transform-results"' in asked.text
+    section = asked.text.split('id="transform-results"', 1)[1]
+    assert "No lake table joins with yours" in section  # this catalog has no lake behind it
+    assert 'name="transform" checked' in asked.text

@@ -56,6 +56,12 @@ BUILTIN: tuple[FamilyEntry, ...] = (
         pipeline="spark_jobs.mate.family:FAMILY",
         settings="catalog.search.mate.settings:MateSettings",
     ),
+    FamilyEntry(
+        "pexeso",
+        search="catalog.search.pexeso.family:FAMILY",
+        pipeline="spark_jobs.pexeso.family:FAMILY",
+        settings="catalog.search.pexeso.settings:PexesoSettings",
+    ),
 )
 
 _registered: dict[str, FamilyEntry] = {}

@@ -4,4 +4,4 @@
 Alembic and parsing every script on each command; a test checks it against Alembic's own answer.
 """
 
-HEAD = "0008_mate"
+HEAD = "0009_pexeso"

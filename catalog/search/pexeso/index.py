@@ -28,10 +28,15 @@ from catalog.core.embedding import CharNgramEmbedder, Embedder
 from catalog.search.pexeso.grid import Grid, check_shape, leaf_keys
 from catalog.search.pexeso.pivots import PivotMethod, map_to_pivots, select_pivots
 
-# PEXESO's default embedder: character 2-, 3- and 4-grams of the normalised value (case and
-# punctuation dropped) in 256 dimensions. A configured instance of the shared model-free embedder,
-# under its own name, so union search's trigram vectors are untouched.
-PEXESO_EMBEDDER = CharNgramEmbedder(dimension=256, grams=(2, 3, 4), normalise=True, name="char-ngram-2-4")
+
+def pexeso_embedder(dimension: int = 256) -> CharNgramEmbedder:
+    """PEXESO's embedder: character 2-, 3- and 4-grams of the normalised value (case and punctuation
+    dropped). A configured instance of the shared model-free embedder under its own name, so union
+    search's trigram vectors are untouched."""
+    return CharNgramEmbedder(dimension=dimension, grams=(2, 3, 4), normalise=True, name="char-ngram-2-4")
+
+
+PEXESO_EMBEDDER = pexeso_embedder()
 
 
 @dataclass(frozen=True)

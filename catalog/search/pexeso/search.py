@@ -26,6 +26,7 @@ of the pivot distances, far below any useful τ — so rounding can neither drop
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -45,7 +46,7 @@ Method = Literal["pexeso", "brute"]
 _EPS = 1e-7  # pivot-space safety margin (float64 rounding of a distance on unit vectors is ~1e-16)
 _BRUTE_MARGIN = 1e-3  # float32 matrix-product squared distances are off by < 1e-4 on unit vectors
 _QUERY_CHUNK = 256  # distinct query vectors verified between two Lemma-7 prunings
-_PAIR_BLOCK = 1 << 14  # (query, lake) pairs whose true distance is computed in one numpy pass
+_VECTOR_BLOCK = 1 << 15  # candidate lake vectors whose dot products with the query are one matrix product
 _BRUTE_CELLS = 1 << 23  # query × lake distances computed in one numpy pass by brute force
 N_EXAMPLES = 3
 
@@ -173,13 +174,50 @@ def _hits_brute(index: PexesoIndex, query: Query, radius: float) -> np.ndarray:
     for start in range(0, len(index), step):
         x = index.vectors[start : start + step]
         sq = q_sq[:, None] + (x * x).sum(1)[None, :] - 2.0 * (q @ x.T)
-        sure_q, sure_x = np.nonzero(sq <= r2 - _BRUTE_MARGIN)
-        near_q, near_x = np.nonzero(np.abs(sq - r2) <= _BRUTE_MARGIN)
+        sure, near = _decide(sq, r2)
+        sure_q, sure_x = np.nonzero(sure)
+        near_q, near_x = np.nonzero(near)
         close = distance_rows(q[near_q], x[near_x]) <= radius
         qs = np.concatenate([sure_q, near_q[close]])
         xs = np.concatenate([sure_x, near_x[close]]) + start
         codes.append(np.unique(qs.astype(np.int64) * n_columns + index.column_of[xs]))
     return np.unique(np.concatenate(codes)) if codes else np.zeros(0, np.int64)
+
+
+def _decide(sq: np.ndarray, r2: float) -> tuple[np.ndarray, np.ndarray]:
+    """From float32 matrix-product squared distances: (surely within τ, too close to τ to tell)."""
+    return sq <= r2 - _BRUTE_MARGIN, np.abs(sq - r2) <= _BRUTE_MARGIN
+
+
+def _close_pairs(q: np.ndarray, x: np.ndarray, pq: np.ndarray, px: np.ndarray, radius: float) -> np.ndarray:
+    """Whether each pair (q[pq[i]], x[px[i]]) is within `radius`, decided as brute force decides:
+    the pairs' distinct lake vectors are taken in blocks, each block's dot products with the
+    pairs' query vectors computed by one matrix product, and only the pairs near τ re-computed by
+    `distance_rows` (gathering every pair's two rows would move |pairs| × dimension floats)."""
+    out = np.zeros(len(pq), bool)
+    if not len(pq):
+        return out
+    r2 = radius * radius
+    uq, at_q = np.unique(pq, return_inverse=True)
+    ux, at_x = np.unique(px, return_inverse=True)
+    qv = q[uq].astype(np.float32)
+    q_sq = (qv * qv).sum(1)
+    order = np.argsort(at_x, kind="stable")
+    bounds = np.searchsorted(at_x[order], np.arange(0, len(ux) + _VECTOR_BLOCK, _VECTOR_BLOCK))
+    for b, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+        if lo == hi:
+            continue
+        first = b * _VECTOR_BLOCK
+        xv = x[ux[first : first + _VECTOR_BLOCK]]
+        g = qv @ xv.T
+        sel = order[lo:hi]
+        i, j = at_q[sel], at_x[sel] - first
+        sq = q_sq[i] + (xv * xv).sum(1)[j] - 2.0 * g[i, j]
+        sure, near = _decide(sq, r2)
+        out[sel[sure]] = True
+        near_sel = sel[near]
+        out[near_sel] = distance_rows(q[pq[near_sel]], x[px[near_sel]]) <= radius
+    return out
 
 
 def _hits_pexeso(index: PexesoIndex, query: Query, radius: float, need: int) -> np.ndarray:
@@ -220,11 +258,9 @@ def _hits_pexeso(index: PexesoIndex, query: Query, radius: float, need: int) -> 
         hit_q.append(vq[via_pivot])  # Lemma 2: matched through a pivot, no distance needed
         hit_col.append(index.column_of[vv[via_pivot]])
         vq, vv = vq[~via_pivot], vv[~via_pivot]
-        for b in range(0, len(vv), _PAIR_BLOCK):
-            bq, bv = vq[b : b + _PAIR_BLOCK], vv[b : b + _PAIR_BLOCK]
-            close = distance_rows(query.vectors[bq], index.vectors[bv]) <= radius
-            hit_q.append(bq[close])
-            hit_col.append(index.column_of[bv[close]])
+        close = _close_pairs(query.vectors, index.vectors, vq, vv, radius)
+        hit_q.append(vq[close])
+        hit_col.append(index.column_of[vv[close]])
         pairs = np.unique(np.concatenate(hit_q).astype(np.int64) * n_columns + np.concatenate(hit_col))
         pairs = pairs[alive[pairs % n_columns]]
         codes.append(pairs)

@@ -4,6 +4,8 @@ selections, random ADD/DELETE batches; the lemmas never drop a true match (prope
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -20,6 +22,12 @@ from tests.pexeso.lake import SPEC, clustered_lake, clustered_query, oracle, uni
 
 def _answers(index: PexesoIndex, query: Query, tau: float, threshold: float, method: str) -> list[tuple[str, int]]:
     return [(m.column_id, m.n_matched) for m in search(index, query, tau=tau, threshold=threshold, method=method)]  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def _always_verify_through_the_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lemmas' verification path even where blocking prunes little (tiny lakes)."""
+    monkeypatch.setattr(pexeso_search, "DENSE_SHARE", math.inf)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -42,6 +50,21 @@ def test_pexeso_equals_brute_force_and_the_oracle_for_random_tau_and_threshold(s
         assert [m.as_dict() for m in pexeso] == [m.as_dict() for m in brute]  # examples included
         assert all(m.exact and m.joinability == m.n_matched / query.size for m in pexeso)
     assert any(oracle(lake, clustered_query(rng, centres=centres, spread=spread, n=50), 0.06, 0.5) for _ in range(3))
+
+
+def test_a_query_blocking_prunes_little_is_verified_densely_with_the_same_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(9)
+    centres = rng.standard_normal((3, SPEC.dimension))
+    lake = clustered_lake(rng, n_columns=40, centres=centres, spread=0.05)
+    index = PexesoIndex.build(lake, SPEC, IndexShape(n_pivots=3, levels=4))
+    query = clustered_query(rng, centres=centres, spread=0.05, n=60)
+    expected = oracle(lake, query, 0.1, 0.4)
+    assert expected
+    for share in (0.0, 0.25, math.inf):
+        monkeypatch.setattr(pexeso_search, "DENSE_SHARE", share)
+        assert _answers(index, query, 0.1, 0.4, "pexeso") == expected
 
 
 def test_duplicates_count_on_the_query_side_and_the_threshold_is_inclusive() -> None:

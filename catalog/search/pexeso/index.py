@@ -17,6 +17,7 @@ column with nothing to embed is not indexed (it can match nothing).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -154,6 +155,12 @@ class PexesoIndex:
 
     def __len__(self) -> int:
         return len(self.vectors)
+
+    @functools.cached_property
+    def column_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(vector rows ordered by column, where each column's rows begin; one more: the end)."""
+        order = np.argsort(self.column_of, kind="stable")
+        return order, np.searchsorted(self.column_of[order], np.arange(len(self.columns) + 1))
 
     def add(self, columns: Sequence[ColumnVectors]) -> PexesoIndex:
         """This index with `columns` added, mapped with the existing pivots (an id already held is

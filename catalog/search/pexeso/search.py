@@ -18,7 +18,8 @@ Lemmas 3 and 5 per query vector at the leaves, and verifies the candidate (query
 pairs through the inverted index: Lemma 1 drops a lake vector by its pivot coordinates, Lemma 2
 accepts it, anything left gets its true distance. Query vectors are verified in chunks; after each,
 Lemma 7 drops columns that could no longer reach `need` even if every remaining query value matched.
-Columns that reach `need` are still verified to the end, so `n_matched` is exact (digest §2.6).
+Columns that reach `need` are still verified to the end, so `n_matched` is exact. When blocking
+leaves most pairs as candidates (`DENSE_SHARE`), verification computes every distance instead.
 The filters are widened, and the matching lemmas narrowed, by `_EPS` — far above float64's rounding
 of the pivot distances, far below any useful τ — so rounding can neither drop nor invent a match.
 `--method brute` computes every pairwise distance, chunked, and needs no index structure at all.
@@ -49,6 +50,11 @@ _QUERY_CHUNK = 256  # distinct query vectors verified between two Lemma-7 prunin
 _VECTOR_BLOCK = 1 << 15  # candidate lake vectors whose dot products with the query are one matrix product
 _BRUTE_CELLS = 1 << 23  # query × lake distances computed in one numpy pass by brute force
 N_EXAMPLES = 3
+# When blocking leaves more than this share of all (query, lake) pairs as candidates, verification
+# computes every distance by matrix products instead (brute force's rule: the same answers). Pivots
+# prune little when the vectors' intrinsic dimension is high: hashed character n-grams put nearly
+# every value at distance ~sqrt(2) from every pivot (docs/algorithms/pexeso.md, "Performance").
+DENSE_SHARE = 0.25
 
 
 class EmptyQueryError(UserError):
@@ -228,11 +234,13 @@ def _hits_pexeso(index: PexesoIndex, query: Query, radius: float, need: int) -> 
         return np.zeros(0, np.int64)
     q_mapped = map_to_pivots(query.vectors, index.pivots)
     sure_q, sure_lo, sure_hi, cand_q, cand_leaf = _block(index.grid, q_mapped, radius)
+    starts = index.grid.starts[index.shape.levels]
+    if (starts[cand_leaf + 1] - starts[cand_leaf]).sum() > DENSE_SHARE * len(query.vectors) * len(index):
+        return _hits_brute(index, query, radius)  # blocking pruned too little: matrix products are cheaper
     postings = index.leaf_postings
     sure_owner, sure_post = expand(postings[sure_lo], postings[sure_hi])
     sure_q = sure_q[sure_owner]
     sure_col = index.posting_column[sure_post]
-    starts = index.grid.starts[index.shape.levels]
     cand_owner, cand_vec = expand(starts[cand_leaf], starts[cand_leaf + 1])
     cand_q = cand_q[cand_owner]
     # verify query vector by query vector, in chunks, so that Lemma 7 can drop columns on the way
@@ -349,13 +357,15 @@ def _results(
 
 
 def _examples(index: PexesoIndex, query: Query, column: int, query_rows: np.ndarray) -> tuple[Example, ...]:
-    """For each matched query value, the column's nearest value (ties: the first in index order)."""
-    members = np.flatnonzero(index.column_of == column)
-    out = []
-    for qv in query_rows.tolist():
-        d = distance_rows(
-            np.broadcast_to(query.vectors[qv], (len(members), query.vectors.shape[1])), index.vectors[members]
-        )
-        best = int(np.argmin(d))
-        out.append(Example(query.values[qv], str(index.values[members[best]]), float(d[best])))
-    return tuple(out)
+    """For each matched query value, the column's nearest value (by a float32 matrix product; its
+    distance by `distance_rows`; ties: the first in index order)."""
+    order, starts = index.column_rows
+    members = order[starts[column] : starts[column + 1]]
+    x = index.vectors[members]
+    q = query.vectors[query_rows]
+    nearest = np.argmin((x * x).sum(1)[None, :] - 2.0 * (q @ x.T), axis=1)
+    d = distance_rows(q, x[nearest])
+    return tuple(
+        Example(query.values[qv], str(index.values[members[n]]), float(dist))
+        for qv, n, dist in zip(query_rows.tolist(), nearest.tolist(), d.tolist(), strict=True)
+    )

@@ -1,8 +1,8 @@
-"""/v1/search/join, /v1/search/contain and /v1/search/nary: online join, containment and n-ary join
-search for a column (or, for nary, a CSV table) that need not be in the lake (`juncture search join`,
-`search contain` and `search nary` over HTTP). The values travel in the body, so these routes take
-bodies up to `MAX_SEARCH_BODY_BYTES` (every other route:
-`app.MAX_REQUEST_BYTES`). The process keeps the index's token dictionary between requests
+"""/v1/search/join, /v1/search/contain, /v1/search/nary and /v1/search/semantic: online join,
+containment, n-ary and semantic join search for a column (or, for nary, a CSV table) that need not be
+in the lake (`juncture search join`, `search contain`, `search nary` and `search semantic` over
+HTTP). The values travel in the body, so these routes take bodies up to `MAX_SEARCH_BODY_BYTES`
+(every other route: `app.MAX_REQUEST_BYTES`). The process keeps the index's token dictionary between requests
 (`JoinRequest.hold_index`) and reloads it when a new index version is published, so a request pays
 only for its own lists and sets. A search makes several reads; they all see one snapshot
 (`one_snapshot`), so a publish committing meanwhile cannot mix two index versions into one answer."""
@@ -25,6 +25,9 @@ from catalog.search.mate import METHODS as NARY_METHODS
 from catalog.search.mate.family import search_rows
 from catalog.search.mate.query import choose_key, parse_csv
 from catalog.search.mate.search import NaryRequest
+from catalog.search.pexeso import METHODS as SEMANTIC_METHODS
+from catalog.search.pexeso.family import DEFAULT_T, DEFAULT_TAU, SemanticRequest
+from catalog.search.pexeso.family import search_rows as semantic_rows
 
 router = APIRouter(prefix="/v1/search", tags=["search"])
 MAX_SEARCH_BODY_BYTES = 4 * 1024 * 1024
@@ -153,3 +156,47 @@ async def search_nary_route(
     with one_snapshot(catalog_of(request)) as conn:
         results = search_rows(conn, NaryRequest(headers, rows, columns, k=k, method=method))
     return JSON({"key": columns, "detected": bool(detected), "results": results})
+
+
+class SemanticQuery(BaseModel):
+    """A query column's raw cell values (duplicates count), the distance threshold `tau` as a fraction
+    of the largest distance (2) and the share `T` of the query's values a column must match."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    values: list[str | None] = Field(max_length=MAX_VALUES, description="the column's cell values")
+    tau: float = Field(DEFAULT_TAU, ge=0.0, le=1.0, description="distance threshold, a fraction of 2")
+    threshold: float = Field(DEFAULT_T, gt=0.0, le=1.0, alias="T", description="least matched share of the query")
+    k: int = Field(10, ge=1, le=MAX_K, description="answers wanted")
+    method: str = Field("pexeso", pattern="^(" + "|".join(SEMANTIC_METHODS) + ")$")
+
+
+class SemanticExample(BaseModel):
+    query_value: str
+    lake_value: str
+    distance: float
+
+
+class SemanticAnswer(BaseModel):
+    table_id: str
+    column: str
+    column_id: str
+    joinability: float
+    n_matched: int
+    examples: list[SemanticExample]
+    exact: bool
+
+
+class SemanticResults(BaseModel):
+    tau: float
+    T: float
+    results: list[SemanticAnswer]  # best first: joinability descending, then table_id, column_id
+
+
+@router.post("/semantic", response_model=SemanticResults, summary="Columns joining despite typos and formats")
+async def search_semantic_route(query: SemanticQuery, request: Request) -> JSON:
+    if "semantic" not in search_kinds():
+        raise NotAvailableError("search semantic")
+    wanted = SemanticRequest(query.values, query.tau, query.threshold, query.k, query.method, hold_index=True)
+    with one_snapshot(catalog_of(request)) as conn:
+        rows = semantic_rows(conn, wanted)
+    return JSON({"tau": query.tau, "T": query.threshold, "results": rows})

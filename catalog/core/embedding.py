@@ -49,21 +49,31 @@ class Embedder(Protocol):
 
 @dataclass(frozen=True)
 class CharNgramEmbedder:
-    """Hashed character trigrams: model-free, deterministic on every platform (the hash is
-    splitmix64's finalizer over the trigram's three bytes and `seed`, in numpy's wrapping uint64
-    arithmetic). Values longer than `max_bytes` are embedded from their first `max_bytes` bytes."""
+    """Hashed character n-grams: model-free, deterministic on every platform (the hash is
+    splitmix64's finalizer over the n-gram's bytes and `seed`, in numpy's wrapping uint64
+    arithmetic). Values longer than `max_bytes` are embedded from their first `max_bytes` bytes.
+
+    `grams` are the n-gram lengths hashed (each in 2..4; trigrams alone by default, hashed as they
+    always were, so union search's vectors do not change). `normalise` lower-cases a value, drops
+    apostrophes and full stops and turns every other run of characters that are neither letters nor
+    digits into one space before embedding, so `St. John's` and `st johns` get the same vector: a case
+    or punctuation variant is then no variant at all."""
 
     dimension: int = 64
     seed: int = 0
     max_bytes: int = 64
     name: str = "char-trigram"
     version: int = 1
+    grams: tuple[int, ...] = (3,)
+    normalise: bool = False
 
     def __post_init__(self) -> None:
         if not 8 <= self.dimension <= 4096:
             raise ValueError(f"dimension must be in [8, 4096], got {self.dimension}")
         if not 3 <= self.max_bytes <= 1 << 16:
             raise ValueError(f"max_bytes must be in [3, 65536], got {self.max_bytes}")
+        if not self.grams or len(set(self.grams)) != len(self.grams) or not all(2 <= n <= 4 for n in self.grams):
+            raise ValueError(f"grams must be distinct lengths in [2, 4], got {self.grams}")
 
     def embed(self, values: Sequence[str] | pa.Array) -> np.ndarray:
         array = values if isinstance(values, pa.Array) else pa.array(values, pa.string())
@@ -72,22 +82,33 @@ class CharNgramEmbedder:
 
     def _embed_chunk(self, values: pa.Array) -> np.ndarray:
         n = len(values)
-        marked = pc.binary_join_element_wise(_BEGIN, pc.cast(values, pa.string()), _END, "").fill_null("")
+        text = pc.cast(values, pa.string())
+        if self.normalise:
+            text = pc.replace_substring_regex(pc.utf8_lower(text), "['\u2019.]+", "")  # "st. john's": "st johns"
+            text = pc.utf8_trim_whitespace(pc.replace_substring_regex(text, r"[^\p{L}\p{N}]+", " "))
+        marked = pc.binary_join_element_wise(_BEGIN, text, _END, "").fill_null("")
         marked = marked.combine_chunks() if isinstance(marked, pa.ChunkedArray) else marked
         offsets = np.frombuffer(marked.buffers()[1], np.int32, n + 1, marked.offset * 4).astype(np.int64)
         data = np.frombuffer(marked.buffers()[2], np.uint8) if marked.buffers()[2] else np.zeros(0, np.uint8)
         lengths = np.minimum(np.diff(offsets), self.max_bytes)
-        lengths[np.diff(offsets) <= 2] = 0  # markers only: an empty value has no trigram
-        grams = np.maximum(lengths - 2, 0)
-        owner = np.repeat(np.arange(n), grams)
-        first = np.repeat(np.cumsum(grams) - grams, grams)
-        at = np.repeat(offsets[:-1], grams) + (np.arange(len(owner)) - first)
+        lengths[np.diff(offsets) <= 2] = 0  # markers only: an empty value has no n-gram
         b = data.astype(np.uint64)
-        key = b[at] | (b[at + 1] << np.uint64(8)) | (b[at + 2] << np.uint64(16))
-        h = _mix(key ^ np.uint64(self.seed & 0xFFFFFFFF) << np.uint64(24))
-        bucket = (h >> np.uint64(33)).astype(np.int64) % self.dimension
-        sign = np.where(h & np.uint64(1), 1.0, -1.0)
-        counts = np.bincount(owner * self.dimension + bucket, weights=sign, minlength=n * self.dimension)
+        counts = np.zeros(n * self.dimension)
+        for size in self.grams:
+            grams = np.where(lengths > 0, np.maximum(lengths - size + 1, 0), 0)
+            owner = np.repeat(np.arange(n), grams)
+            first = np.repeat(np.cumsum(grams) - grams, grams)
+            at = np.repeat(offsets[:-1], grams) + (np.arange(len(owner)) - first)
+            key = b[at]
+            for i in range(1, size):
+                key = key | (b[at + i] << np.uint64(8 * i))
+            if size == 3:  # the original trigram hash, kept bit for bit
+                h = _mix(key ^ np.uint64(self.seed & 0xFFFFFFFF) << np.uint64(24))
+            else:  # the length in the top byte keeps "ab" and "ab\0\0" apart; the seed mixes in after
+                h = _mix(_mix(key ^ (np.uint64(size) << np.uint64(56))) ^ np.uint64(self.seed & 0xFFFFFFFF))
+            bucket = (h >> np.uint64(33)).astype(np.int64) % self.dimension
+            sign = np.where(h & np.uint64(1), 1.0, -1.0)
+            counts += np.bincount(owner * self.dimension + bucket, weights=sign, minlength=n * self.dimension)
         return unit_rows(counts.reshape(n, self.dimension))
 
 

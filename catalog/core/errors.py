@@ -73,3 +73,16 @@ class LakeError(JunctureError):
     def __init__(self, table: str, problem: str) -> None:
         super().__init__(f"lake table {table!r}: {problem}")
         self.table, self.problem = table, problem
+
+
+class EmbedderMismatchError(UserError):
+    """Vectors made by different embedders (name, version or dimension): their distances mean
+    nothing, so a query embedded otherwise than the index would get wrong answers without any error;
+    the index refuses."""
+
+    def __init__(self, expected: object, got: object) -> None:
+        super().__init__(
+            f"query embedded with {got} but the index was built with {expected}: "
+            f"embed the query (or rebuild the index) with one embedder"
+        )
+        self.expected, self.got = expected, got

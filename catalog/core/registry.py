@@ -57,6 +57,12 @@ BUILTIN: tuple[FamilyEntry, ...] = (
         settings="catalog.search.mate.settings:MateSettings",
     ),
     FamilyEntry(
+        "pexeso",
+        search="catalog.search.pexeso.family:FAMILY",
+        pipeline="spark_jobs.pexeso.family:FAMILY",
+        settings="catalog.search.pexeso.settings:PexesoSettings",
+    ),
+    FamilyEntry(
         "autojoin",
         search="catalog.search.autojoin.family:FAMILY",
         pipeline=None,  # no index of its own: it joins tables the lake (or the user) already has

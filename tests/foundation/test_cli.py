@@ -75,13 +75,11 @@ def test_parser_and_settings_import_nothing_heavy(tmp_path: Path) -> None:
     assert proc.stdout == "\n"
 
 
-@pytest.mark.parametrize("argv", [["search", "semantic", "--values", "-"]])
-def test_contract_commands_no_family_provides_exit_2(
-    argv: list[str], home: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main(argv) == 2
+def test_a_semantic_search_before_any_index_exits_2(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (home / "q.txt").write_text("boston\n", encoding="utf-8")
+    assert main(["search", "semantic", "--values", str(home / "q.txt")]) == 2
     err = capsys.readouterr().err
-    assert "not available yet" in err and err.count("\n") == 1
+    assert "no PEXESO index yet" in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize(

@@ -59,3 +59,17 @@ def test_a_set_vector_is_the_unit_mean_of_its_values_vectors() -> None:
     assert np.allclose(sets[1], single[2], atol=1e-6)  # the empty value adds nothing
     assert not sets[2].any()  # no values
     assert np.allclose(sets[3], single[4], atol=1e-6)
+
+
+def test_more_gram_lengths_and_normalising_are_opt_in() -> None:
+    values = ["St. John's", "st johns", "ST-JOHNS", "Saint Johns", "New York"]
+    assert np.array_equal(CharNgramEmbedder(grams=(3,)).embed(values), CharNgramEmbedder().embed(values))
+    e = CharNgramEmbedder(dimension=256, grams=(2, 3, 4), normalise=True)
+    v = e.embed(values)
+    assert np.allclose(v[0], v[1]) and np.allclose(v[0], v[2])  # case and punctuation variants: one vector
+    assert (v[3] @ v[1]) > 0.5 > abs(v[4] @ v[1])
+    assert not np.allclose(CharNgramEmbedder(grams=(2,)).embed(values), CharNgramEmbedder().embed(values))
+    for bad in ((), (1,), (3, 3), (5,)):
+        with pytest.raises(ValueError, match="grams"):
+            CharNgramEmbedder(grams=bad)
+    assert not e.embed(["..."]).any()  # nothing left to embed after normalising

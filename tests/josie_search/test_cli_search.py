@@ -131,10 +131,10 @@ def test_cli_from_stdin_in_a_subprocess_imports_nothing_heavy(home: tuple[Path, 
     assert [d["overlap"] for d in doc] == [r.overlap for r in brute_force_top_k(lake, set(query.split("\n")), 3)]
 
 
-def test_other_search_kinds_still_not_available(
+def test_a_semantic_search_needs_the_pexeso_index(
     home: tuple[Path, dict[str, set[str]]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     tmp, _ = home
     path = _values_file(tmp, ["a"])
     assert main(["search", "semantic", "--values", str(path)]) == 2
-    assert "not available yet" in capsys.readouterr().err
+    assert "no PEXESO index yet" in capsys.readouterr().err

@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 WORKTREE = Path(__file__).resolve().parents[2]
 CLI = "import sys; from catalog.cli.main import main; sys.exit(main(sys.argv[1:]))"
-INDEX_UNITS = ("tokens", "profiles", "keys", "josie", "lshensemble", "mate", "relate")
+INDEX_UNITS = ("tokens", "profiles", "keys", "josie", "lshensemble", "mate", "pexeso", "relate")
 MIN_KILL_POINTS = 20
 
 

@@ -1,0 +1,98 @@
+"""PEXESO's serving half as an index family: its catalog tables and `juncture search semantic`.
+The search code (numpy, pyarrow) loads when a search runs, not when a command builds its parser."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from catalog.search.family import SearchFamily, SearchKind, read_values
+from catalog.search.pexeso import METHODS
+from catalog.search.pexeso.models import PexesoColumn, PexesoMeta
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+COLUMNS = ("joinability", "n_matched", "table_id", "column", "column_id")
+DEFAULT_TAU = 0.06
+DEFAULT_T = 0.6
+
+
+@dataclass(frozen=True)
+class SemanticRequest:
+    """A query column's raw values (normalised as the lake's tokens were) and the thresholds: `tau`
+    a fraction of the largest distance (2), `threshold` (T) a fraction of the query's values."""
+
+    values: Sequence[str | None]
+    tau: float = DEFAULT_TAU
+    threshold: float = DEFAULT_T
+    k: int | None = 10
+    method: str = "pexeso"
+    hold_index: bool = False
+
+
+def search_rows(conn: Connection, request: SemanticRequest) -> list[dict[str, Any]]:
+    """The answers as rows, best first."""
+    from catalog.core.identity import normalize_token  # deferred: the search loads when it runs
+    from catalog.search.pexeso.search import Query, search  # deferred: as above
+    from catalog.search.pexeso.source import load_index  # deferred: as above
+
+    loaded = load_index(conn, hold=request.hold_index)
+    query = Query.embed([normalize_token(v) for v in request.values], loaded.embedder)
+    matches = search(
+        loaded.index,
+        query,
+        tau=request.tau,
+        threshold=request.threshold,
+        k=request.k,
+        method=request.method,  # type: ignore[arg-type]
+    )
+    return [m.as_dict() for m in matches]
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--values", required=True, metavar="FILE", help="the query column, one value a line ('-': stdin)"
+    )
+    parser.add_argument(
+        "--tau",
+        type=float,
+        default=DEFAULT_TAU,
+        help=f"distance threshold as a fraction of the largest distance, 2 (default {DEFAULT_TAU})",
+    )
+    parser.add_argument(
+        "--T",
+        dest="threshold",
+        type=float,
+        default=DEFAULT_T,
+        help=f"share of the query's values (duplicates counted) a column must match (default {DEFAULT_T})",
+    )
+    parser.add_argument("--k", type=int, default=10, help="answers wanted (default 10)")
+    parser.add_argument(
+        "--method",
+        choices=METHODS,
+        default="pexeso",
+        help="pexeso: pivot grid, block and verify (default); brute: every distance (the same answers)",
+    )
+
+
+def _run(args: argparse.Namespace, conn: Connection) -> list[dict[str, Any]]:
+    request = SemanticRequest(read_values(args.values), args.tau, args.threshold, args.k, args.method)
+    return search_rows(conn, request)
+
+
+FAMILY = SearchFamily(
+    name="pexeso",
+    models=(PexesoColumn, PexesoMeta),
+    kinds=(
+        SearchKind(
+            "semantic",
+            "columns joining with yours despite typos, case, punctuation and format (PEXESO; exact)",
+            _arguments,
+            _run,
+            COLUMNS,
+        ),
+    ),
+)

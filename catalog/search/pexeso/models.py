@@ -1,0 +1,41 @@
+"""PEXESO in the catalog database: what `catalog.search.pexeso` reads to answer semantic join
+searches online, without Spark (docs/algorithms/pexeso.md).
+
+Published from the lake's `pexeso_*` tables by `spark_jobs.pexeso.publish`:
+
+* `pexeso_columns`: each embedded column: its ids and header, its distinct values (JSON list, for
+  the example pairs of an answer) and their unit vectors, packed little-endian float32, one row of
+  `dimension` floats per value, in the values' order;
+* `pexeso_meta`: key/value facts: the index version, the embedder (name, version, dimension; JSON),
+  the index shape (pivots, levels, selection; JSON) and the pivots (packed float32, base64), checked
+  and used on every load. A search maps the vectors with these pivots into the grid: the pivots are
+  re-selected only by a rebuild.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Integer, LargeBinary, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from catalog.db.models.base import Base, text_index
+
+
+class PexesoColumn(Base):
+    __tablename__ = "pexeso_columns"
+    column_ref: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    column_id: Mapped[str] = mapped_column(Text)
+    table_id: Mapped[str] = mapped_column(Text)
+    header: Mapped[str] = mapped_column(Text)
+    n_values: Mapped[int] = mapped_column(Integer)
+    value_list: Mapped[str] = mapped_column(Text)  # JSON list
+    vectors: Mapped[bytes] = mapped_column(LargeBinary)
+
+    __table_args__ = (text_index("ix_pexeso_columns_table_id", "table_id"),)
+
+
+class PexesoMeta(Base):
+    """index_version, spec (JSON), shape (JSON), pivots (base64 float32), n_columns, n_vectors."""
+
+    __tablename__ = "pexeso_meta"
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    value: Mapped[str] = mapped_column(Text)

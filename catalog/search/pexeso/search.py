@@ -1,0 +1,371 @@
+"""Joinable-column search in embedding space, exact (PEXESO v2 Def. 2; digest research §1–§2).
+
+The problem, with every boundary fixed:
+
+* a query value q *matches* a lake vector x iff `distance(q, x) <= 2·tau`, τ given as a fraction of
+  the largest distance between unit vectors (2), and `distance` is `distance_rows`: the float64
+  Euclidean norm of the difference of the two float32 vectors. Both methods decide every pair that
+  is not clear by a wide margin with that one function, so "exactly at τ" means the same to both;
+* |Q| counts the query's non-empty values *with duplicates* (two equal values may be two entities);
+  a value with nothing to embed (empty, or only punctuation) is dropped before counting;
+* a column's `n_matched` is the number of query values (duplicates counted) matching at least one of
+  its vectors; it is joinable iff `n_matched >= need = ceil(T·|Q| − 1e-9)` (the tolerance keeps
+  T = 0.6 of 5 values at 3, not 4, whatever the float rounding of 0.6·5).
+
+`--method pexeso` maps the distinct query vectors with the index's pivots, builds their grid HG_Q,
+blocks it against HG_RV level by level with Lemmas 4 and 6 (cell–cell filter and match), then
+Lemmas 3 and 5 per query vector at the leaves, and verifies the candidate (query vector, leaf cell)
+pairs through the inverted index: Lemma 1 drops a lake vector by its pivot coordinates, Lemma 2
+accepts it, anything left gets its true distance. Query vectors are verified in chunks; after each,
+Lemma 7 drops columns that could no longer reach `need` even if every remaining query value matched.
+Columns that reach `need` are still verified to the end, so `n_matched` is exact. When blocking
+leaves most pairs as candidates (`DENSE_SHARE`), verification computes every distance instead.
+The filters are widened, and the matching lemmas narrowed, by `_EPS` — far above float64's rounding
+of the pivot distances, far below any useful τ — so rounding can neither drop nor invent a match.
+`--method brute` computes every pairwise distance, chunked, and needs no index structure at all.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from catalog.core.embedding import Embedder
+from catalog.core.errors import EmbedderMismatchError, UserError
+from catalog.search.pexeso.grid import Grid, expand, leaf_keys
+from catalog.search.pexeso.index import EmbeddingSpec, PexesoIndex
+from catalog.search.pexeso.pivots import map_to_pivots
+
+Method = Literal["pexeso", "brute"]
+_EPS = 1e-7  # pivot-space safety margin (float64 rounding of a distance on unit vectors is ~1e-16)
+_BRUTE_MARGIN = 1e-3  # float32 matrix-product squared distances are off by < 1e-4 on unit vectors
+_QUERY_CHUNK = 256  # distinct query vectors verified between two Lemma-7 prunings
+_VECTOR_BLOCK = 1 << 15  # candidate lake vectors whose dot products with the query are one matrix product
+_BRUTE_CELLS = 1 << 23  # query × lake distances computed in one numpy pass by brute force
+N_EXAMPLES = 3
+# When blocking leaves more than this share of all (query, lake) pairs as candidates, verification
+# computes every distance by matrix products instead (brute force's rule: the same answers). Pivots
+# prune little when the vectors' intrinsic dimension is high: hashed character n-grams put nearly
+# every value at distance ~sqrt(2) from every pivot (docs/algorithms/pexeso.md, "Performance").
+DENSE_SHARE = 0.25
+
+
+class EmptyQueryError(UserError):
+    """A query with no value to embed: its joinability with anything would be 0/0."""
+
+    def __init__(self) -> None:
+        super().__init__("the query has no non-empty value to search with")
+
+
+@dataclass(frozen=True)
+class Query:
+    """Distinct query values (non-empty, embeddable), their unit vectors and multiplicities."""
+
+    values: tuple[str, ...]
+    vectors: np.ndarray
+    weights: np.ndarray
+    spec: EmbeddingSpec
+
+    @classmethod
+    def embed(cls, values: Sequence[str | None] | pa.Array, embedder: Embedder) -> Query:
+        """The query column `values` (duplicates kept as multiplicities; nulls and values with
+        nothing to embed dropped) embedded by `embedder`."""
+        array = values if isinstance(values, pa.Array) else pa.array(values, pa.string())
+        counts = pc.value_counts(pc.drop_null(pc.cast(array, pa.string())))
+        distinct = counts.field("values")
+        vectors = embedder.embed(distinct)
+        keep = np.flatnonzero(np.any(vectors != 0, axis=1))
+        weights = counts.field("counts").to_numpy().astype(np.int64)[keep]
+        if not len(keep):
+            raise EmptyQueryError()
+        return cls(tuple(distinct.take(pa.array(keep)).to_pylist()), vectors[keep], weights, EmbeddingSpec.of(embedder))
+
+    @property
+    def size(self) -> int:
+        """|Q|: the query's values, duplicates counted."""
+        return int(self.weights.sum())
+
+
+@dataclass(frozen=True)
+class Example:
+    """A matched query value and the nearest value of the result column."""
+
+    query_value: str
+    lake_value: str
+    distance: float
+
+
+@dataclass(frozen=True)
+class SemanticMatch:
+    """One joinable column: `joinability` = n_matched / |Q|, exact for the embedding and thresholds."""
+
+    table_id: str
+    column: str
+    column_id: str
+    joinability: float
+    n_matched: int
+    examples: tuple[Example, ...] = field(default=())
+    exact: bool = True
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "table_id": self.table_id,
+            "column": self.column,
+            "column_id": self.column_id,
+            "joinability": self.joinability,
+            "n_matched": self.n_matched,
+            "examples": [
+                {"query_value": e.query_value, "lake_value": e.lake_value, "distance": e.distance}
+                for e in self.examples
+            ],
+            "exact": self.exact,
+        }
+
+
+def distance_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The distance of every row of `a` to the same row of `b`: the one definition both methods
+    decide close pairs by (float64 difference, squared, summed along each contiguous row)."""
+    diff = a.astype(np.float64) - b.astype(np.float64)
+    out: np.ndarray = np.sqrt((diff * diff).sum(axis=1))
+    return out
+
+
+def need_count(threshold: float, size: int) -> int:
+    """Query values a column must match to be joinable: ceil(T·|Q|), decimal fractions taken at their word."""
+    return max(0, math.ceil(threshold * size - 1e-9))
+
+
+def search(
+    index: PexesoIndex,
+    query: Query,
+    *,
+    tau: float = 0.06,
+    threshold: float = 0.6,
+    k: int | None = None,
+    method: Method = "pexeso",
+) -> list[SemanticMatch]:
+    """The index's columns joinable with `query` (`threshold` is the paper's T), best first
+    (joinability, then table and column id); at most `k` when given."""
+    if query.spec != index.spec:
+        raise EmbedderMismatchError(index.spec, query.spec)
+    if not 0.0 <= tau <= 1.0:
+        raise UserError(f"tau must be in [0, 1] (a fraction of the largest distance, 2), got {tau}")
+    if not 0.0 < threshold <= 1.0:
+        raise UserError(f"threshold T must be in (0, 1] (a fraction of the query's values), got {threshold}")
+    if k is not None and k < 1:
+        raise UserError(f"k must be >= 1, got {k}")
+    if method not in ("pexeso", "brute"):
+        raise UserError(f"method must be pexeso or brute, got {method!r}")
+    need = need_count(threshold, query.size)
+    radius = 2.0 * tau
+    hits = _hits_pexeso(index, query, radius, need) if method == "pexeso" else _hits_brute(index, query, radius)
+    return _results(index, query, hits, need, radius, k)
+
+
+def _hits_brute(index: PexesoIndex, query: Query, radius: float) -> np.ndarray:
+    """Unique (query vector, column) codes of every matching pair, from all pairwise distances."""
+    n_columns = max(1, len(index.columns))
+    q = query.vectors.astype(np.float32)
+    q_sq = (q * q).sum(1)
+    r2 = radius * radius
+    step = max(1, _BRUTE_CELLS // len(q))
+    codes: list[np.ndarray] = []
+    for start in range(0, len(index), step):
+        x = index.vectors[start : start + step]
+        sq = q_sq[:, None] + (x * x).sum(1)[None, :] - 2.0 * (q @ x.T)
+        sure, near = _decide(sq, r2)
+        sure_q, sure_x = np.nonzero(sure)
+        near_q, near_x = np.nonzero(near)
+        close = distance_rows(q[near_q], x[near_x]) <= radius
+        qs = np.concatenate([sure_q, near_q[close]])
+        xs = np.concatenate([sure_x, near_x[close]]) + start
+        codes.append(np.unique(qs.astype(np.int64) * n_columns + index.column_of[xs]))
+    return np.unique(np.concatenate(codes)) if codes else np.zeros(0, np.int64)
+
+
+def _decide(sq: np.ndarray, r2: float) -> tuple[np.ndarray, np.ndarray]:
+    """From float32 matrix-product squared distances: (surely within τ, too close to τ to tell)."""
+    return sq <= r2 - _BRUTE_MARGIN, np.abs(sq - r2) <= _BRUTE_MARGIN
+
+
+def _close_pairs(q: np.ndarray, x: np.ndarray, pq: np.ndarray, px: np.ndarray, radius: float) -> np.ndarray:
+    """Whether each pair (q[pq[i]], x[px[i]]) is within `radius`, decided as brute force decides:
+    the pairs' distinct lake vectors are taken in blocks, each block's dot products with the
+    pairs' query vectors computed by one matrix product, and only the pairs near τ re-computed by
+    `distance_rows` (gathering every pair's two rows would move |pairs| × dimension floats)."""
+    out = np.zeros(len(pq), bool)
+    if not len(pq):
+        return out
+    r2 = radius * radius
+    uq, at_q = np.unique(pq, return_inverse=True)
+    ux, at_x = np.unique(px, return_inverse=True)
+    qv = q[uq].astype(np.float32)
+    q_sq = (qv * qv).sum(1)
+    order = np.argsort(at_x, kind="stable")
+    bounds = np.searchsorted(at_x[order], np.arange(0, len(ux) + _VECTOR_BLOCK, _VECTOR_BLOCK))
+    for b, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+        if lo == hi:
+            continue
+        first = b * _VECTOR_BLOCK
+        xv = x[ux[first : first + _VECTOR_BLOCK]]
+        g = qv @ xv.T
+        sel = order[lo:hi]
+        i, j = at_q[sel], at_x[sel] - first
+        sq = q_sq[i] + (xv * xv).sum(1)[j] - 2.0 * g[i, j]
+        sure, near = _decide(sq, r2)
+        out[sel[sure]] = True
+        near_sel = sel[near]
+        out[near_sel] = distance_rows(q[pq[near_sel]], x[px[near_sel]]) <= radius
+    return out
+
+
+def _hits_pexeso(index: PexesoIndex, query: Query, radius: float, need: int) -> np.ndarray:
+    """Unique (query vector, column) codes of the matching pairs of every column that can still be
+    joinable (a column Lemma 7 pruned may have some of its pairs missing: it is no answer anyway)."""
+    n_columns = max(1, len(index.columns))
+    if not len(index):
+        return np.zeros(0, np.int64)
+    q_mapped = map_to_pivots(query.vectors, index.pivots)
+    sure_q, sure_lo, sure_hi, cand_q, cand_leaf = _block(index.grid, q_mapped, radius)
+    starts = index.grid.starts[index.shape.levels]
+    if (starts[cand_leaf + 1] - starts[cand_leaf]).sum() > DENSE_SHARE * len(query.vectors) * len(index):
+        return _hits_brute(index, query, radius)  # blocking pruned too little: matrix products are cheaper
+    postings = index.leaf_postings
+    sure_owner, sure_post = expand(postings[sure_lo], postings[sure_hi])
+    sure_q = sure_q[sure_owner]
+    sure_col = index.posting_column[sure_post]
+    cand_owner, cand_vec = expand(starts[cand_leaf], starts[cand_leaf + 1])
+    cand_q = cand_q[cand_owner]
+    # verify query vector by query vector, in chunks, so that Lemma 7 can drop columns on the way
+    sure_order, cand_order = np.argsort(sure_q, kind="stable"), np.argsort(cand_q, kind="stable")
+    sure_q, sure_col = sure_q[sure_order], sure_col[sure_order]
+    cand_q, cand_vec = cand_q[cand_order], cand_vec[cand_order]
+    matched = np.zeros(n_columns, np.int64)
+    alive = np.ones(n_columns, bool)
+    remaining = query.size
+    codes: list[np.ndarray] = []
+    for first in range(0, len(query.vectors), _QUERY_CHUNK):
+        last = min(first + _QUERY_CHUNK, len(query.vectors))
+        s_lo, s_hi = np.searchsorted(sure_q, [first, last])
+        c_lo, c_hi = np.searchsorted(cand_q, [first, last])
+        hit_q = [sure_q[s_lo:s_hi]]
+        hit_col = [sure_col[s_lo:s_hi]]
+        vq, vv = cand_q[c_lo:c_hi], cand_vec[c_lo:c_hi]
+        live = alive[index.column_of[vv]]
+        vq, vv = vq[live], vv[live]
+        gap = np.abs(index.mapped[vv] - q_mapped[vq]).max(axis=1) if len(vv) else np.zeros(0)
+        vq, vv = vq[gap <= radius + _EPS], vv[gap <= radius + _EPS]  # Lemma 1: filtered by a pivot
+        via_pivot = (index.mapped[vv] + q_mapped[vq]).min(axis=1) <= radius - _EPS if len(vv) else np.zeros(0, bool)
+        hit_q.append(vq[via_pivot])  # Lemma 2: matched through a pivot, no distance needed
+        hit_col.append(index.column_of[vv[via_pivot]])
+        vq, vv = vq[~via_pivot], vv[~via_pivot]
+        close = _close_pairs(query.vectors, index.vectors, vq, vv, radius)
+        hit_q.append(vq[close])
+        hit_col.append(index.column_of[vv[close]])
+        pairs = np.unique(np.concatenate(hit_q).astype(np.int64) * n_columns + np.concatenate(hit_col))
+        pairs = pairs[alive[pairs % n_columns]]
+        codes.append(pairs)
+        matched += np.bincount(
+            pairs % n_columns, weights=query.weights[pairs // n_columns], minlength=n_columns
+        ).astype(np.int64)
+        remaining -= int(query.weights[first:last].sum())
+        alive &= matched + remaining >= need  # Lemma 7: the column can no longer reach `need`
+    return np.concatenate(codes) if codes else np.zeros(0, np.int64)
+
+
+def _block(
+    grid: Grid, q_mapped: np.ndarray, radius: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Algorithm 1, breadth first: the query grid HG_Q and the lake's HG_RV descended together.
+
+    Returns the matching pairs as (query vector, [lo, hi) of leaf cells whose every vector matches
+    it) and the candidate pairs as (query vector, leaf cell)."""
+    levels = grid.levels
+    q_keys = leaf_keys(q_mapped, levels)
+    q_order = np.argsort(q_keys, kind="stable")
+    q_grid = Grid.over(q_keys[q_order], q_mapped[q_order], levels)
+    wide, narrow = radius + _EPS, radius - _EPS
+    sure: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    pair_q, pair_t = np.zeros(1, np.int64), np.zeros(1, np.int64)  # the two roots
+    for level in range(levels):
+        q_lo, q_hi = q_grid.children(level, pair_q)
+        owner, child_q = expand(q_lo, q_hi)
+        t_lo, t_hi = grid.children(level, pair_t[owner])
+        owner, child_t = expand(t_lo, t_hi)
+        child_q = child_q[owner]
+        below = level + 1
+        if below < levels:
+            t_low, t_high = grid.low[below][child_t], grid.high[below][child_t]
+            q_low, q_high = q_grid.low[below][child_q], q_grid.high[below][child_q]
+            # Lemma 4: some pivot keeps the lake cell more than τ away from every query vector's
+            filtered = np.any((t_low > q_high + wide) | (t_high < q_low - wide), axis=1)
+            # Lemma 6: some pivot puts the whole lake cell inside every query vector's RQR
+            matching = np.any(t_high + q_high <= narrow, axis=1) & ~filtered
+            if matching.any():
+                m_q, m_t = child_q[matching], child_t[matching]
+                owner, qv = expand(q_grid.starts[below][m_q], q_grid.starts[below][m_q + 1])
+                leaf_lo, leaf_hi = grid.leaves(below, m_t[owner])
+                sure.append((q_order[qv], leaf_lo, leaf_hi))
+            keep = ~filtered & ~matching
+            pair_q, pair_t = child_q[keep], child_t[keep]
+        else:  # the leaves: Lemmas 5 and 3 query vector by query vector
+            owner, qv = expand(q_grid.starts[below][child_q], q_grid.starts[below][child_q + 1])
+            leaf = child_t[owner]
+            point = q_mapped[q_order[qv]]
+            t_low, t_high = grid.low[below][leaf], grid.high[below][leaf]
+            filtered = np.any((t_low > point + wide) | (t_high < point - wide), axis=1)  # Lemma 3
+            matching = np.any(t_high + point <= narrow, axis=1) & ~filtered  # Lemma 5
+            sure.append((q_order[qv[matching]], leaf[matching], leaf[matching] + 1))
+            candidate = ~filtered & ~matching
+            cand_q, cand_leaf = q_order[qv[candidate]], leaf[candidate]
+            s_q, s_lo, s_hi = (np.concatenate(parts) for parts in zip(*sure, strict=True))
+            return s_q, s_lo, s_hi, cand_q, cand_leaf
+    raise AssertionError("a grid has at least one level")
+
+
+def _results(
+    index: PexesoIndex, query: Query, hits: np.ndarray, need: int, radius: float, k: int | None
+) -> list[SemanticMatch]:
+    """Joinable columns with exact counts, best first, each with a few example pairs."""
+    n_columns = max(1, len(index.columns))
+    hit_col, hit_q = hits % n_columns, hits // n_columns
+    matched = np.bincount(hit_col, weights=query.weights[hit_q], minlength=n_columns).astype(np.int64)
+    joinable = np.flatnonzero(matched >= need) if len(index.columns) else np.zeros(0, np.int64)
+    order = sorted(
+        joinable.tolist(),
+        key=lambda c: (-matched[c], index.columns[c].table_id, index.columns[c].column_id),
+    )
+    if k is not None:
+        order = order[:k]
+    out = []
+    for c in order:
+        ref = index.columns[c]
+        examples = _examples(index, query, c, np.sort(hit_q[hit_col == c])[:N_EXAMPLES])
+        out.append(
+            SemanticMatch(
+                ref.table_id, ref.column, ref.column_id, float(matched[c] / query.size), int(matched[c]), examples
+            )
+        )
+    return out
+
+
+def _examples(index: PexesoIndex, query: Query, column: int, query_rows: np.ndarray) -> tuple[Example, ...]:
+    """For each matched query value, the column's nearest value (by a float32 matrix product; its
+    distance by `distance_rows`; ties: the first in index order)."""
+    order, starts = index.column_rows
+    members = order[starts[column] : starts[column + 1]]
+    x = index.vectors[members]
+    q = query.vectors[query_rows]
+    nearest = np.argmin((x * x).sum(1)[None, :] - 2.0 * (q @ x.T), axis=1)
+    d = distance_rows(q, x[nearest])
+    return tuple(
+        Example(query.values[qv], str(index.values[members[n]]), float(dist))
+        for qv, n, dist in zip(query_rows.tolist(), nearest.tolist(), d.tolist(), strict=True)
+    )

@@ -1,0 +1,105 @@
+"""Publish the PEXESO index from the lake into the catalog database (the `pexeso` publisher),
+inside the publish transaction of `spark_jobs.publish.catalog`.
+
+Incremental when the catalog holds the version this one was derived from with the same embedder:
+the rows of the batch's touched tables are deleted and its added tables' columns inserted under new
+`column_ref`s. A build, a re-embedding, and a catalog with no index or at another version get every
+row rewritten. The facts (with the pivots, which a rebuild re-selects without touching a vector)
+are rewritten every time. Vectors go in as the lake holds them (packed float32).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from catalog.db.bulk import insert_rows
+from catalog.search.pexeso.models import PexesoColumn, PexesoMeta
+from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.pexeso.tables import PEXESO_VECTORS, PexesoState, shape_json, spec_json
+from spark_jobs.pexeso.update import read_state
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 500  # ids per DELETE ... IN (...)
+_BATCH_ROWS = 2_000  # columns per insert batch (each holds its vectors)
+
+
+def publish_pexeso(session: Session, store: LakeStore, batch: ChangeBatch | None = None) -> dict[str, int]:
+    """Bring the catalog's PEXESO tables to the lake's state (a publisher)."""
+    state = read_state(store)
+    if state is None:
+        return {"pexeso_index_version": 0}
+    meta = dict(session.execute(select(PexesoMeta.key, PexesoMeta.value)).tuples().all())
+    have = int(meta["index_version"]) if "index_version" in meta else None
+    if have == state.index_version:
+        return {"pexeso_index_version": state.index_version, "pexeso_columns_written": 0}
+    alike = meta.get("spec") == spec_json(state.spec) and have == state.base_version and not state.full
+    if batch is not None and alike:
+        _delete_tables(session, sorted(batch.touched))
+        written = _insert_tables(session, store, sorted(batch.added))
+    elif batch is None and alike:
+        written = 0  # a rebuild: new pivots, the same vectors
+    else:
+        session.execute(delete(PexesoColumn))
+        written = _insert_tables(session, store, None)
+    _write_meta(session, state)
+    log.info("pexeso published", extra={"from_version": have, "to_version": state.index_version, "columns": written})
+    return {"pexeso_index_version": state.index_version, "pexeso_columns_written": written}
+
+
+def _delete_tables(session: Session, table_ids: Sequence[str]) -> None:
+    for i in range(0, len(table_ids), _CHUNK):
+        session.execute(delete(PexesoColumn).where(PexesoColumn.table_id.in_(table_ids[i : i + _CHUNK])))
+
+
+def _insert_tables(session: Session, store: LakeStore, table_ids: list[str] | None) -> int:
+    """Insert these tables' columns (all when None) under fresh column_refs; returns how many."""
+    if table_ids == [] or not store.exists(PEXESO_VECTORS):
+        return 0
+    where = None if table_ids is None else {"table_id": table_ids}
+    columns = ["column_id", "table_id", "header", "n_values", "values", "vectors"]
+    rows = store.read_arrow(PEXESO_VECTORS, columns=columns, where=where).sort_by("column_id")
+    start = (session.execute(select(func.max(PexesoColumn.column_ref))).scalar() or 0) + 1
+    for b in rows.to_batches(max_chunksize=_BATCH_ROWS):
+        insert_rows(session, PexesoColumn, _column_rows(b, start))
+        start += b.num_rows
+    return rows.num_rows
+
+
+def _column_rows(batch: pa.RecordBatch, start: int) -> Iterator[dict[str, Any]]:
+    names = ("column_id", "table_id", "header", "n_values", "values", "vectors")
+    for i, (column_id, table_id, header, n, values, vectors) in enumerate(
+        zip(*(batch.column(n).to_pylist() for n in names), strict=True)
+    ):
+        yield {
+            "column_ref": start + i,
+            "column_id": column_id,
+            "table_id": table_id,
+            "header": header or "",
+            "n_values": n,
+            "value_list": json.dumps(values),
+            "vectors": vectors,
+        }
+
+
+def _write_meta(session: Session, state: PexesoState) -> None:
+    facts = {
+        "index_version": str(state.index_version),
+        "spec": spec_json(state.spec),
+        "shape": shape_json(state.shape),
+        "pivots": base64.b64encode(state.pivots.astype("<f4").tobytes()).decode("ascii"),
+        "n_columns": str(state.n_columns),
+        "n_vectors": str(state.n_vectors),
+    }
+    session.execute(delete(PexesoMeta))
+    session.add_all(PexesoMeta(key=k, value=v) for k, v in facts.items())
+    session.flush()

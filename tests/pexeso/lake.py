@@ -1,0 +1,53 @@
+"""Test lakes of clustered unit vectors for PEXESO, and the oracle: every (query, lake) distance
+by `distance_rows`, the search's one definition of a match, with no pivots, grid or lemma."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from catalog.search.pexeso.index import ColumnRef, ColumnVectors, EmbeddingSpec
+from catalog.search.pexeso.search import Query, distance_rows, need_count
+
+SPEC = EmbeddingSpec("test-vectors", 1, 16)
+
+
+def unit(m: np.ndarray) -> np.ndarray:
+    return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
+
+
+def clustered_lake(
+    rng: np.random.Generator, *, n_columns: int, centres: np.ndarray, spread: float, prefix: str = "c"
+) -> list[ColumnVectors]:
+    """Columns drawn around a few shared centres (so they overlap), some of them empty."""
+    out = []
+    for i in range(n_columns):
+        size = 0 if rng.random() < 0.1 else int(rng.integers(1, 40))
+        picked = centres[rng.integers(len(centres), size=size)]
+        vectors = unit(picked + rng.standard_normal(picked.shape) * spread) if size else np.zeros((0, SPEC.dimension))
+        ref = ColumnRef(f"{prefix}{i}", f"t-{prefix}{i // 3}", f"col{i % 3}")
+        out.append(ColumnVectors(ref, [f"{prefix}{i}:{j}" for j in range(size)], vectors.astype(np.float32)))
+    return out
+
+
+def clustered_query(rng: np.random.Generator, *, centres: np.ndarray, spread: float, n: int) -> Query:
+    """A query near the same centres, with duplicates (multiplicities 1..3)."""
+    picked = centres[rng.integers(len(centres), size=n)]
+    vectors = unit(picked + rng.standard_normal(picked.shape) * spread)
+    weights = rng.integers(1, 4, size=n).astype(np.int64)
+    return Query(tuple(f"q{i}" for i in range(n)), vectors, weights, SPEC)
+
+
+def oracle(columns: list[ColumnVectors], query: Query, tau: float, threshold: float) -> list[tuple[str, int]]:
+    """(column_id, n_matched) of every joinable column, best first (n_matched, then table, column id)."""
+    need = need_count(threshold, query.size)
+    out = []
+    for col in columns:
+        if not len(col.vectors):
+            continue
+        nq, nx = len(query.vectors), len(col.vectors)
+        d = distance_rows(np.repeat(query.vectors, nx, axis=0), np.tile(col.vectors, (nq, 1))).reshape(nq, nx)
+        matched = int(query.weights[(d <= 2 * tau).any(axis=1)].sum())
+        if matched >= need:
+            out.append((col.ref.table_id, col.ref.column_id, matched))
+    out.sort(key=lambda r: (-r[2], r[0], r[1]))
+    return [(c, m) for _, c, m in out]

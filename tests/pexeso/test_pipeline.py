@@ -1,0 +1,190 @@
+"""PEXESO through the real pipeline, on both catalog databases: a folder lake of textual columns
+with case, punctuation and typo variants is crawled, embedded in Spark from silver column_tokens,
+published and searched with `juncture search semantic` (both methods) and over HTTP; then tables
+are deleted, changed and added (new vectors under the existing pivots), and the pivots re-selected
+by `juncture rebuild`; the answers equal an oracle computing every distance after each step."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from catalog.api.app import create_app
+from catalog.cli.main import main
+from catalog.core.identity import column_headers, file_table_id, normalize_token
+from catalog.core.settings import load_settings
+from catalog.db.engine import open_catalog
+from catalog.search.pexeso import METHODS
+from catalog.search.pexeso.index import pexeso_embedder
+from catalog.search.pexeso.models import PexesoColumn
+from catalog.search.pexeso.search import distance_rows, need_count
+from spark_jobs.lake.store import LakeStore
+from tests.conftest import cli_home
+
+pytestmark = pytest.mark.slow
+
+Table = tuple[str, list[str], list[list[str]]]
+SYLLABLES = ["ka", "lo", "mi", "ber", "to", "san", "vel", "ro", "da", "nor", "qui", "st", "el", "pa"]
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_url: str, spark) -> Iterator[Path]:  # type: ignore[no-untyped-def]
+    yield cli_home(tmp_path, monkeypatch, catalog_url, "[index]\ncells_buckets = 4\n")
+
+
+def _name(rng: np.random.Generator) -> str:
+    words = ["".join(rng.choice(SYLLABLES, size=int(rng.integers(2, 4)))) for _ in range(int(rng.integers(1, 3)))]
+    return " ".join(w.capitalize() for w in words)
+
+
+def _variant(rng: np.random.Generator, value: str) -> str:
+    """The value with its case, punctuation or one letter changed."""
+    kind = int(rng.integers(4))
+    if kind == 0:
+        return value.upper()
+    if kind == 1:
+        return value.replace(" ", ". ") + "."
+    if kind == 2 and len(value) > 3:
+        i = int(rng.integers(1, len(value) - 1))
+        return value[:i] + value[i + 1 :]
+    return value
+
+
+def _lake(seed: int, n_tables: int, names: list[str], prefix: str) -> list[Table]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for t in range(n_tables):
+        n_rows = int(rng.integers(4, 20))
+        rows = []
+        for _ in range(n_rows):
+            base = names[int(rng.integers(len(names)))]
+            rows.append([_variant(rng, base) if rng.random() < 0.5 else base, _name(rng), str(int(rng.integers(100)))])
+        out.append((f"{prefix}{t:03d}", ["Name", "Other", "n"], rows))
+    return out
+
+
+def _write(path: Path, headers: list[str], rows: list[list[str]]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(headers)
+        w.writerows(rows)
+
+
+def _oracle(folder: Path, query: list[str], tau: float, threshold: float) -> list[tuple[str, str, int]]:
+    """(table_id, column, n_matched) of every joinable textual column, sorted."""
+    embedder = pexeso_embedder()
+    counts = Counter(t for v in query if (t := normalize_token(v)) is not None)
+    qv = embedder.embed(list(counts))
+    keep = np.any(qv != 0, axis=1)
+    qv, weights = qv[keep], np.array(list(counts.values()))[keep]
+    need = need_count(threshold, int(weights.sum()))
+    out = []
+    for path in sorted(folder.glob("*.csv")):
+        with path.open(newline="", encoding="utf-8") as f:
+            header, *rows = list(csv.reader(f))
+        for c, name in enumerate(column_headers(header)):
+            if name == "n":
+                continue
+            tokens = sorted({t for r in rows if (t := normalize_token(r[c] or None)) is not None})
+            xv = embedder.embed(tokens)
+            xv = xv[np.any(xv != 0, axis=1)]
+            d = distance_rows(np.repeat(qv, len(xv), 0), np.tile(xv, (len(qv), 1))).reshape(len(qv), len(xv))
+            matched = int(weights[(d <= 2 * tau).any(axis=1)].sum())
+            if matched >= need:
+                out.append((file_table_id(path.name), name, matched))
+    return sorted(out)
+
+
+def _semantic(home: Path, query: list[str], tau: float, threshold: float, method: str, capsys) -> list:  # type: ignore[no-untyped-def]
+    (home / "q.txt").write_text("\n".join(query) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    args = ["search", "semantic", "--values", str(home / "q.txt"), "--tau", str(tau), "--T", str(threshold)]
+    assert main([*args, "--method", method, "--k", "1000", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["n_matched"] for r in rows] == sorted((r["n_matched"] for r in rows), reverse=True)
+    assert all(r["exact"] and r["examples"] for r in rows)
+    return sorted((r["table_id"], r["column"], r["n_matched"]) for r in rows)
+
+
+def _check(home: Path, queries: list[list[str]], capsys) -> None:  # type: ignore[no-untyped-def]
+    found = 0
+    for query in queries:
+        for tau, threshold in ((0.06, 0.6), (0.2, 0.3), (0.35, 0.5)):
+            expected = _oracle(home / "files", query, tau, threshold)
+            found += len(expected)
+            for method in METHODS:
+                assert _semantic(home, query, tau, threshold, method, capsys) == expected, (method, tau, threshold)
+    assert found
+
+
+def test_semantic_search_through_the_pipeline_equals_the_oracle(home: Path, catalog_url: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    folder = home / "files"
+    rng = np.random.default_rng(1)
+    names = [_name(rng) for _ in range(40)]
+    for table_id, headers, rows in _lake(2, 10, names, "t"):
+        _write(folder / f"{table_id}.csv", headers, rows)
+    queries = [[_variant(rng, names[int(i)]) for i in rng.integers(0, 12, size=15)] for _ in range(2)]
+    assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
+    assert main(["index"]) == 0
+    _check(home, queries, capsys)
+    pivots = LakeStore(load_settings().lake).read_arrow("pexeso_state").to_pylist()[0]["pivots"]
+
+    # a batch: two tables deleted, one changed, two added
+    (folder / "t001.csv").unlink()
+    (folder / "t004.csv").unlink()
+    _, headers, rows = _lake(3, 1, names, "x")[0]
+    _write(folder / "t007.csv", headers, rows)
+    for table_id, headers, rows in _lake(4, 2, names, "new"):
+        _write(folder / f"{table_id}.csv", headers, rows)
+    assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
+    assert main(["index"]) == 0
+    state = LakeStore(load_settings().lake).read_arrow("pexeso_state").to_pylist()[0]
+    assert not state["full"] and state["pivots"] == pivots and state["n_changed"] > 0
+    with open_catalog(catalog_url).connect() as conn:
+        published = set(conn.execute(select(PexesoColumn.table_id)).scalars())
+    assert published == {file_table_id(p.name) for p in folder.glob("*.csv")}
+    _check(home, queries, capsys)
+
+    # pivots re-selected: the same answers
+    assert main(["rebuild"]) == 0
+    _check(home, queries[:1], capsys)
+
+    # over HTTP
+    client = TestClient(create_app(load_settings()))
+    answer = client.post("/v1/search/semantic", json={"values": queries[0], "tau": 0.2, "T": 0.3, "k": 1000})
+    assert answer.status_code == 200
+    got = sorted((r["table_id"], r["column"], r["n_matched"]) for r in answer.json()["results"])
+    assert got == _oracle(folder, queries[0], 0.2, 0.3)
+    assert client.post("/v1/search/semantic", json={"values": queries[0], "tau": 2}).status_code == 422
+    assert client.post("/v1/search/semantic", json={"values": queries[0], "method": "x"}).status_code == 422
+    assert client.post("/v1/search/semantic", json={"values": ["", None]}).status_code == 400
+
+
+def test_bad_semantic_searches_are_refused_with_one_line(home: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    _write(home / "files" / "a.csv", ["city"], [["Boston"], ["New York"], ["Chicago"]])
+    assert main(["crawl", "--dir", str(home / "files"), "--no-progress"]) == 0
+    assert main(["index"]) == 0
+    (home / "q.txt").write_text("BOSTON\nnew-york\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["search", "semantic", "--values", str(home / "q.txt"), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["column"], r["n_matched"], r["joinability"]) for r in rows] == [("city", 2, 1.0)]
+    assert rows[0]["examples"][0] == {"query_value": "boston", "lake_value": "boston", "distance": 0.0}
+    for args, message in (
+        (["--values", str(home / "nope.txt")], "no such file"),
+        (["--values", str(home / "q.txt"), "--tau", "1.5"], "tau must be in"),
+        (["--values", str(home / "q.txt"), "--T", "0"], "threshold T must be in"),
+    ):
+        assert main(["search", "semantic", *args]) == 2
+        assert message in capsys.readouterr().err
+    (home / "empty.txt").write_text("\n\n", encoding="utf-8")
+    assert main(["search", "semantic", "--values", str(home / "empty.txt")]) == 2
+    assert "no non-empty value" in capsys.readouterr().err

@@ -206,6 +206,15 @@ def _contain_answers(conn: Any, values: list[str | None], threshold: float, k: i
     return _answer(search_contain(conn, ContainRequest(values, threshold=threshold, k=k, hold_index=True)))
 
 
+def _semantic_answers(conn: Any, values: list[str | None], k: int) -> dict[str, Any]:
+    if "semantic" not in search_kinds():
+        return _answer(error="semantic search is not available")
+    from catalog.search.pexeso.family import SemanticRequest, search_rows  # deferred: loads numpy and the index
+
+    request = SemanticRequest(values, k=k, hold_index=True)
+    return _answer(search_rows(conn, request), tau=request.tau, threshold=request.threshold)
+
+
 def _nary_answers(conn: Any, form: SearchForm) -> dict[str, Any]:
     from catalog.search.mate.family import search_rows  # deferred: the n-ary search loads when it runs
     from catalog.search.mate.query import choose_key  # deferred: as above
@@ -274,6 +283,7 @@ async def search_results(request: Request) -> HTMLResponse:
             "join": _section(_join_answers, conn, values, form.k),
             "contain": _section(_contain_answers, conn, values, form.threshold, form.k),
             "nary": _section(_nary_answers, conn, form),
+            "semantic": _section(_semantic_answers, conn, values, form.k),
         }
     answers["transform"] = _section(_transform_answers, request, form)  # the lake, not the catalog
     return _render(

@@ -73,6 +73,7 @@ def test_search_with_a_csv_gives_the_clis_answers(browser: Browser, served: Serv
     join = _rows(browser, "join-results", "column-id", "overlap")
     contain = _rows(browser, "contain-results", "column-id", "containment")
     nary = _rows(browser, "nary-results", "table-id", "joinability")
+    semantic = _rows(browser, "semantic-results", "column-id", "joinability")
 
     lines = served.lake.query.read_text().splitlines()
     values = tmp_path / "origin.txt"
@@ -84,6 +85,8 @@ def test_search_with_a_csv_gives_the_clis_answers(browser: Browser, served: Serv
     assert join == [[r["column_id"], str(r["overlap"])] for r in expected_join]
     assert [[c, float(x)] for c, x in contain] == [[r["column_id"], r["containment"]] for r in expected_contain]
     assert nary == [[r["table_id"], str(r["joinability"])] for r in expected_nary]
+    expected_semantic = _cli_json(served, "semantic", "--values", str(values), "--k", "10")
+    assert [[c, float(x)] for c, x in semantic] == [[r["column_id"], r["joinability"]] for r in expected_semantic]
     # the detected key is the one the CLI was given, and each answer says why it matched
     assert browser.evaluate("document.querySelector('#nary-results code').textContent") == "(origin, day, hour)"
     why = browser.evaluate("document.querySelector('#nary-results tbody td:nth-child(2)').textContent")

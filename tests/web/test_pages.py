@@ -224,3 +224,9 @@ def test_transformation_search_runs_only_when_asked(client: TestClient) -> None:
     section = asked.text.split('id="transform-results"', 1)[1]
     assert "No lake table joins with yours" in section  # this catalog has no lake behind it
     assert 'name="transform" checked' in asked.text
+
+
+def test_semantic_search_says_why_it_has_no_answers(client: TestClient) -> None:
+    page = client.post("/search", files={"file": ("q.csv", b"name\nBerlin\nParis\n")})
+    section = page.text.split('id="semantic-results"', 1)[1].split("</section>", 1)[0]
+    assert "no PEXESO index yet" in section  # this catalog was never indexed

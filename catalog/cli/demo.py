@@ -18,17 +18,20 @@ from typing import TYPE_CHECKING
 
 from catalog import lookup
 from catalog.cli.output import emit
-from catalog.core.errors import UnknownIdError
+from catalog.core.errors import UnknownIdError, UserError
 from catalog.core.settings import SourceConfig
 from catalog.db.engine import session_scope
 from catalog.search.autojoin.join import autojoin
 from catalog.search.autojoin.settings import autojoin_settings
 from catalog.search.autojoin.tables import csv_table, lake_table
+from catalog.search.family import JoinRequest, join_methods
 from catalog.search.lshensemble.search import ContainRequest, search_contain
 from catalog.search.mate.family import search_rows
 from catalog.search.mate.lists import listed_keys, nary_joinable
 from catalog.search.mate.query import parse_csv
 from catalog.search.mate.search import NaryRequest
+from catalog.search.pexeso.family import SemanticRequest
+from catalog.search.pexeso.family import search_rows as semantic_rows
 
 if TYPE_CHECKING:
     from catalog.cli.context import CliContext
@@ -171,6 +174,22 @@ def run_demo(ctx: CliContext) -> int:
                     nary_joinable(conn, weather, listed[0], k=3),
                     columns=["joinability", "table_id", "mapping"],
                 )
+            typos = ["Untied Air Lines", "American Airlnes Inc", "Delta Airline Inc", "JetBlue Airway"]
+            typos += ["Southwest Airline Co", "Alaska Airline Inc", "Hawaiian Airline Inc", "Virgin America Inc"]
+            typos += ["Frontier Airline Inc", "SkyWest Airline Inc"]
+            _show(
+                "search join --values airline_typos.txt --k 3  (10 misspelt airline names: exact search)",
+                next(iter(join_methods().values())).run(conn, JoinRequest(typos, k=3)),
+                columns=["column_id", "overlap"],
+            )
+            try:
+                _show(
+                    "search semantic --values airline_typos.txt --tau 0.3 --k 3  (the same names; τ 0.3: one typo)",
+                    semantic_rows(conn, SemanticRequest(typos, tau=0.3, k=3)),
+                    columns=["column_id", "joinability", "n_matched", "exact"],
+                )
+            except UserError as e:  # a lake with no textual column has no PEXESO index
+                print(f"  {e}")
         joined = autojoin(
             csv_table(_airline_labels(), what="airline_labels.csv"),
             lake_table(airlines, settings),

@@ -86,3 +86,123 @@ def profile_chart(profile: ProfileInfo) -> dict[str, Any] | None:
     if profile.top_values:
         return top_values_spec(list(profile.top_values))
     return None
+
+
+VEGA_SCHEMA = "https://vega.github.io/schema/vega/v6.json"  # an identifier only, as SCHEMA
+EDGE_KINDS = ("join", "union", "n-ary")
+EDGE_WIDTH = {"join": 1.5, "union": 4.0, "n-ary": 7.0}
+GRAPH_WIDTH, GRAPH_HEIGHT = 560, 260
+
+
+def neighbourhood_spec(table_id: str, edges: list[tuple[str, str]], href: str) -> dict[str, Any] | None:
+    """A Vega force-directed graph of a table and its neighbours: `edges` are (kind, other table_id)
+    pairs, kind one of EDGE_KINDS, a pair drawn once however many columns give it; each node links
+    to its table's page (`href` + the URL-quoted id). None when the table has no neighbour."""
+    from urllib.parse import quote
+
+    pairs = sorted({(kind, other) for kind, other in edges if other != table_id and kind in EDGE_KINDS})
+    if not pairs:
+        return None
+    ids = [table_id, *sorted({other for _, other in pairs})]
+    at = {t: i for i, t in enumerate(ids)}
+    nodes = [
+        {
+            "index": i,
+            "id": t,
+            "label": _short(t),
+            "kind": "this table" if i == 0 else "table",
+            "href": href + quote(t, safe=""),
+        }
+        for i, t in enumerate(ids)
+    ]
+    # one line per relation, the widest first: a table related in several ways shows nested lines
+    by_width = sorted(pairs, key=lambda p: -EDGE_WIDTH[p[0]])
+    links = [{"source": 0, "target": at[other], "kind": kind, "width": EDGE_WIDTH[kind]} for kind, other in by_width]
+    return {
+        "$schema": VEGA_SCHEMA,
+        "width": GRAPH_WIDTH,
+        "height": GRAPH_HEIGHT,
+        "autosize": "none",
+        "padding": 10,
+        "data": [{"name": "node-data", "values": nodes}, {"name": "link-data", "values": links}],
+        "scales": [
+            {"name": "edge", "type": "ordinal", "domain": list(EDGE_KINDS), "range": ["#3b6ea8", "#5a8f5a", "#b5651d"]},
+            {"name": "node", "type": "ordinal", "domain": ["this table", "table"], "range": ["#222", "#999"]},
+        ],
+        "legends": [{"stroke": "edge", "orient": "top-left", "title": "relation", "symbolType": "stroke"}],
+        "marks": [
+            {
+                "name": "nodes",
+                "type": "symbol",
+                "zindex": 1,
+                "from": {"data": "node-data"},
+                "encode": {
+                    "enter": {
+                        "fill": {"scale": "node", "field": "kind"},
+                        "size": {"value": 160},
+                        "href": {"field": "href"},
+                        "tooltip": {"field": "id"},
+                        "cursor": {"value": "pointer"},
+                    }
+                },
+                "transform": [
+                    {
+                        "type": "force",
+                        "static": True,
+                        "iterations": 300,
+                        "forces": [
+                            {"force": "center", "x": GRAPH_WIDTH / 2, "y": GRAPH_HEIGHT / 2},
+                            {"force": "collide", "radius": 18},
+                            {"force": "nbody", "strength": -90},
+                            {"force": "link", "links": "link-data", "distance": 110},
+                        ],
+                    }
+                ],
+            },
+            {
+                "name": "links",
+                "type": "path",
+                "from": {"data": "link-data"},
+                "interactive": False,
+                "encode": {
+                    "update": {
+                        "stroke": {"scale": "edge", "field": "kind"},
+                        "strokeWidth": {"field": "width"},
+                        "strokeOpacity": {"value": 0.85},
+                    }
+                },
+                "transform": [
+                    {
+                        "type": "linkpath",
+                        "shape": "line",
+                        "sourceX": "datum.source.x",
+                        "sourceY": "datum.source.y",
+                        "targetX": "datum.target.x",
+                        "targetY": "datum.target.y",
+                    }
+                ],
+            },
+            {
+                "name": "labels",
+                "type": "text",
+                "from": {"data": "nodes"},
+                "interactive": False,
+                "encode": {
+                    "update": {
+                        "x": {"field": "x"},
+                        "y": {"field": "y"},
+                        "dy": {"value": -11},
+                        "align": {"value": "center"},
+                        "fontSize": {"value": 10},
+                        "text": {"field": "datum.label"},
+                    }
+                },
+            },
+        ],
+    }
+
+
+def _short(table_id: str) -> str:
+    """A node's label: the last part of the id (a file or dataset name), at most 24 characters."""
+    tail = table_id.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    return tail if len(tail) <= 24 else tail[:23] + "…"

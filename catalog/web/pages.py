@@ -30,7 +30,7 @@ from catalog.db.engine import one_snapshot
 from catalog.lake_state import lake_state
 from catalog.search.family import JoinRequest, join_methods, search_kinds
 from catalog.search.mate.lists import nary_lists
-from catalog.web.charts import profile_chart
+from catalog.web.charts import neighbourhood_spec, profile_chart
 from catalog.web.upload import (
     MAX_UPLOAD_BYTES,
     SearchForm,
@@ -155,6 +155,9 @@ def table_page(request: Request, id: str = "") -> HTMLResponse:
     except UnknownIdError as e:
         return _render(request, "error.html", 404, title="Unknown table", message=str(e))
     charts = {cid: profile_chart(p) if p is not None else None for cid, p in profiles.items()}
+    edges = [("join", j.table_id) for answers in joinable.values() for j in answers]
+    edges += [("union", u.table_id) for u in unionable] + [("n-ary", t.table_id) for n in nary for t in n.tables]
+    graph = neighbourhood_spec(id, edges, href=f"{request.scope.get('root_path', '').rstrip('/')}/table?id=")
     return _render(
         request,
         "table.html",
@@ -166,6 +169,7 @@ def table_page(request: Request, id: str = "") -> HTMLResponse:
         joinable=joinable,
         unionable=unionable,
         nary=nary,
+        graph=graph,
     )
 
 

@@ -43,13 +43,20 @@ def test_find_a_table_open_it_see_charts_and_follow_a_joinable_link(
 
     browser.click_and_wait("#found tbody a")
     assert browser.evaluate("document.getElementById('table-id').textContent") == "file:weather.csv"
-    n_charts = browser.evaluate("document.querySelectorAll('[data-vega-spec]').length")
+    n_charts = browser.evaluate("document.querySelectorAll('.chart[data-vega-spec]').length")
     assert n_charts == 5  # origin, day, hour, temp, wind_speed all have values
-    browser.wait_for(f"document.querySelectorAll('[data-vega-spec] svg .mark-rect path').length >= {n_charts}")
+    browser.wait_for(f"document.querySelectorAll('.chart[data-vega-spec] svg .mark-rect path').length >= {n_charts}")
     bars = browser.evaluate(
-        "[...document.querySelectorAll('[data-vega-spec]')].map(c => c.querySelectorAll('.mark-rect path').length)"
+        "[...document.querySelectorAll('.chart[data-vega-spec]')]"
+        ".map(c => c.querySelectorAll('.mark-rect path').length)"
     )
     assert all(n >= 1 for n in bars), bars
+    # the neighbourhood graph: this table and its neighbours as labelled nodes, a line to each
+    browser.wait_for("document.querySelectorAll('.graph svg .nodes path').length >= 2")
+    labels = browser.evaluate("[...document.querySelectorAll('.graph svg .labels text')].map(t => t.textContent)")
+    assert "weather.csv" in labels and ("flights.csv" in labels or "airports.csv" in labels), labels
+    assert browser.evaluate("document.querySelectorAll('.graph svg .nodes path').length") == len(labels)
+    assert browser.evaluate("document.querySelectorAll('.graph svg .links path').length") >= len(labels) - 1
     shot = browser.screenshot(artifacts / f"table-{request.node.callspec.id}.png")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
 

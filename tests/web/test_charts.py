@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from catalog.lookup import ProfileInfo
-from catalog.web.charts import TOP_SHOWN, profile_chart
+from catalog.web.charts import TOP_SHOWN, neighbourhood_spec, profile_chart
 
 BASE = ProfileInfo(
     column_id="file:t.csv#x",
@@ -51,3 +51,17 @@ def test_one_value_or_no_histogram_gets_the_top_values_in_order() -> None:
 
 def test_a_column_without_values_gets_no_chart() -> None:
     assert profile_chart(dataclasses.replace(BASE, histogram=None, top_values=[])) is None
+
+
+def test_the_neighbourhood_graph_draws_each_relation_once() -> None:
+    edges = [("join", "file:b.csv"), ("join", "file:b.csv"), ("union", "file:b.csv"), ("n-ary", "file:c.csv")]
+    edges += [("join", "file:a.csv"), ("unknown", "file:d.csv")]  # itself, and a kind that is not drawn
+    spec = neighbourhood_spec("file:a.csv", edges, href="/table?id=")
+    assert spec is not None and spec["$schema"].endswith("/vega/v6.json")
+    data = {d["name"]: d["values"] for d in spec["data"]}
+    assert [n["id"] for n in data["node-data"]] == ["file:a.csv", "file:b.csv", "file:c.csv"]
+    assert data["node-data"][1]["href"] == "/table?id=file%3Ab.csv" and data["node-data"][1]["label"] == "b.csv"
+    links = sorted((link["target"], link["kind"]) for link in data["link-data"])
+    assert links == [(1, "join"), (1, "union"), (2, "n-ary")]
+    assert all(link["source"] == 0 for link in data["link-data"])
+    assert neighbourhood_spec("file:a.csv", [("join", "file:a.csv")], href="/") is None

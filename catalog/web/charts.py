@@ -9,6 +9,7 @@ equal-width histogram (`histogram`: edges and counts), else its most frequent va
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from catalog.lookup import ProfileInfo
 
@@ -98,8 +99,6 @@ def neighbourhood_spec(table_id: str, edges: list[tuple[str, str]], href: str) -
     """A Vega force-directed graph of a table and its neighbours: `edges` are (kind, other table_id)
     pairs, kind one of EDGE_KINDS, a pair drawn once however many columns give it; each node links
     to its table's page (`href` + the URL-quoted id). None when the table has no neighbour."""
-    from urllib.parse import quote
-
     pairs = sorted({(kind, other) for kind, other in edges if other != table_id and kind in EDGE_KINDS})
     if not pairs:
         return None

@@ -1,11 +1,12 @@
-"""The lake's state as the catalog records it: sources and their last publish, recent publish runs
-(failed ones with their message), and each index family's published facts (index version, dirty
-share) with when its next rebuild is due.
+"""The lake's state as the catalog records it: sources and their last publish, recent crawls with
+the datasets they could not read (and why), the batches crawled but not yet published, recent
+publish runs (failed ones with their message), and each index family's published facts (index
+version, dirty share) with when its next rebuild is due.
 
-Read-only, from the catalog database alone (the serving layer never opens the lake). What the
-catalog does not record is said so by the page rather than guessed: the crawl logs a failed
-dataset's reason but does not store it, and a batch landed but not yet published is only in the
-lake's bronze `changes`.
+Read-only, from the catalog database alone (the serving layer never opens the lake): every crawl
+records itself there (`spark_jobs.crawl.record`), and a batch is published when a committed
+publish run names it. A batch landed by `juncture update` rather than a crawl is not listed as
+pending.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from sqlalchemy import Connection, Table, func, inspect, select
 
 from catalog.core.errors import SettingsError
 from catalog.core.settings import Settings
-from catalog.db.models import CatalogTable, PublishRun
+from catalog.db.models import CatalogTable, CrawlFailure, CrawlRun, PublishRun
 from catalog.search.family import search_families
 
 _TABLES = cast(Table, CatalogTable.__table__)
 _RUNS = cast(Table, PublishRun.__table__)
+_CRAWLS = cast(Table, CrawlRun.__table__)
+_FAILURES = cast(Table, CrawlFailure.__table__)
 RECENT_RUNS = 10
 REBUILD_WEEKDAY = 6  # lake_rebuild runs @weekly: Sunday 00:00 UTC (Monday = 0)
 
@@ -49,6 +52,22 @@ class RunState:
 
 
 @dataclass(frozen=True)
+class CrawlState:
+    run_id: str
+    finished_at: str
+    sources: list[str]
+    listed: int
+    new: int
+    changed: int
+    deleted: int
+    unchanged: int
+    failed: int
+    batch_id: str | None  # None: nothing changed, nothing landed
+    published: bool  # its batch has a committed publish run (False for no batch)
+    failures: list[tuple[str, str]]  # (dataset, reason)
+
+
+@dataclass(frozen=True)
 class IndexState:
     family: str
     published: bool
@@ -64,6 +83,8 @@ class LakeState:
     sources: list[SourceState]
     runs: list[RunState]
     indexes: list[IndexState]
+    crawls: list[CrawlState]
+    pending_batches: list[str]  # landed by a crawl, not published yet, oldest first
     next_scheduled_rebuild: str  # the weekly lake_rebuild run
 
 
@@ -101,6 +122,57 @@ def recent_runs(conn: Connection, limit: int = RECENT_RUNS) -> list[RunState]:
         )
         for r in conn.execute(statement)
     ]
+
+
+def _published_batches(conn: Connection) -> Any:
+    return select(_RUNS.c.batch_id).where(_RUNS.c.status == "committed")
+
+
+def recent_crawls(conn: Connection, limit: int = RECENT_RUNS) -> list[CrawlState]:
+    """The last crawls, newest first, each with the datasets it could not read."""
+    published = _published_batches(conn)
+    statement = (
+        select(_CRAWLS, _CRAWLS.c.batch_id.in_(published).label("published"))
+        .order_by(_CRAWLS.c.finished_at.desc(), _CRAWLS.c.run_id)
+        .limit(limit)
+    )
+    runs = conn.execute(statement).all()
+    failures: dict[str, list[tuple[str, str]]] = {r.run_id: [] for r in runs}
+    if runs:
+        rows = conn.execute(
+            select(_FAILURES.c.run_id, _FAILURES.c.dataset, _FAILURES.c.reason)
+            .where(_FAILURES.c.run_id.in_(list(failures)))
+            .order_by(_FAILURES.c.run_id, _FAILURES.c.position)
+        )
+        for run_id, dataset, reason in rows:
+            failures[run_id].append((dataset, reason))
+    return [
+        CrawlState(
+            r.run_id,
+            _iso(r.finished_at) or "",
+            list(r.sources or []),
+            r.listed,
+            r.new,
+            r.changed,
+            r.deleted,
+            r.unchanged,
+            r.failed,
+            r.batch_id,
+            bool(r.published),
+            failures[r.run_id],
+        )
+        for r in runs
+    ]
+
+
+def pending_batches(conn: Connection) -> list[str]:
+    """Batches crawls landed that no committed publish run names yet (the next `juncture index`)."""
+    statement = (
+        select(_CRAWLS.c.batch_id)
+        .where(_CRAWLS.c.batch_id.is_not(None), _CRAWLS.c.batch_id.not_in(_published_batches(conn)))
+        .order_by(_CRAWLS.c.finished_at)
+    )
+    return [str(b) for b in conn.execute(statement).scalars()]
 
 
 def _meta_table(models: tuple[type, ...]) -> Table | None:
@@ -145,4 +217,11 @@ def next_weekly_rebuild(now: dt.datetime) -> dt.datetime:
 
 def lake_state(conn: Connection, settings: Settings, now: dt.datetime | None = None) -> LakeState:
     when = next_weekly_rebuild(now or dt.datetime.now(dt.UTC))
-    return LakeState(source_states(conn), recent_runs(conn), index_states(conn, settings), when.isoformat())
+    return LakeState(
+        source_states(conn),
+        recent_runs(conn),
+        index_states(conn, settings),
+        recent_crawls(conn),
+        pending_batches(conn),
+        when.isoformat(),
+    )

@@ -46,6 +46,7 @@ from plugins.sources.listing import BadIdError, ListedTable, ListingError
 from plugins.sources.parsing import ParseError, ParseLimits, delta_content_sha256, parse_file
 from plugins.sources.socrata import SocrataHook
 from spark_jobs.crawl.land import CellStaging, ParsedTable, land_batch
+from spark_jobs.crawl.record import record_crawl
 from spark_jobs.lake.bronze import DATASETS
 from spark_jobs.lake.lock import lake_lock
 from spark_jobs.lake.store import LakeStore
@@ -282,6 +283,8 @@ def run_crawl(
         if fault:
             fault("land")
         _land(settings, spark, found, report)
+        counts = {k: getattr(report, k) for k in ("listed", "new", "changed", "deleted", "unchanged", "failed")}
+        record_crawl(settings, [s.name for s in sources], counts, report.batch_id, report.failures)
     finally:
         if own_client:
             client.close()

@@ -4,7 +4,16 @@ Each index family keeps its models in its own folder (`catalog/search/<family>/m
 migrations environment imports those too, so `Base.metadata` knows every table."""
 
 from catalog.db.models.base import Base, PackedInt32Array, PackedInt64Array
-from catalog.db.models.entities import CatalogColumn, CatalogTable, ColumnProfile, PublishRun, Source, TableKey
+from catalog.db.models.entities import (
+    CatalogColumn,
+    CatalogTable,
+    ColumnProfile,
+    CrawlFailure,
+    CrawlRun,
+    PublishRun,
+    Source,
+    TableKey,
+)
 from catalog.db.models.relations import JoinableColumn, UnionableTable
 
 __all__ = [
@@ -12,6 +21,8 @@ __all__ = [
     "CatalogColumn",
     "CatalogTable",
     "ColumnProfile",
+    "CrawlFailure",
+    "CrawlRun",
     "JoinableColumn",
     "PackedInt32Array",
     "PackedInt64Array",

@@ -140,3 +140,31 @@ class PublishRun(Base):
     counts: Mapped[Any] = mapped_column(JSON, default=dict)
     index_version: Mapped[int] = mapped_column(Integer, default=0)
     message: Mapped[str | None] = mapped_column(Text)
+
+
+class CrawlRun(Base):
+    """One crawl (`juncture crawl`, the `lake_crawl` DAG): what it found per kind, the batch it
+    landed (None: nothing changed), and the sources it listed (JSON). Its failed datasets are
+    `CrawlFailure` rows: the catalog is where a user looks for why a table is missing."""
+
+    __tablename__ = "crawl_runs"
+    run_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    finished_at: Mapped[dt.datetime] = mapped_column(index=True)
+    sources: Mapped[Any] = mapped_column(JSON)  # names of the sources the crawl listed
+    listed: Mapped[int] = mapped_column(Integer)
+    new: Mapped[int] = mapped_column(Integer)
+    changed: Mapped[int] = mapped_column(Integer)
+    deleted: Mapped[int] = mapped_column(Integer)
+    unchanged: Mapped[int] = mapped_column(Integer)
+    failed: Mapped[int] = mapped_column(Integer)
+    batch_id: Mapped[str | None] = mapped_column(Text)
+
+
+class CrawlFailure(Base):
+    """A dataset (or a whole source's listing) a crawl could not read, with the reason."""
+
+    __tablename__ = "crawl_failures"
+    run_id: Mapped[str] = mapped_column(ForeignKey("crawl_runs.run_id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    dataset: Mapped[str] = mapped_column(Text)
+    reason: Mapped[str] = mapped_column(Text)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from sqlalchemy import inspect, select
+
 from catalog.core.errors import UserError
 from catalog.core.registry import families, load
 
@@ -99,3 +101,15 @@ def read_values(path: str) -> list[str]:
         raise UserError(f"--values: no such file {path!r}") from None
     except OSError as e:
         raise UserError(f"--values: cannot read {path!r}: {e.strerror or e}") from None
+
+
+def published_facts(conn: Connection, meta: Any, label: str) -> dict[str, str]:
+    """A family's published key/value facts (its `<family>_meta` model `meta`, with `key` and
+    `value` columns), refused with the user's next step when the catalog has no such table or no
+    index version in it yet. `label` names the family in the message ("LSH Ensemble")."""
+    if not inspect(conn).has_table(meta.__tablename__):
+        raise UserError(f"the catalog has no {label} tables (run `juncture index`)")
+    facts: dict[str, str] = dict(conn.execute(select(meta.key, meta.value)).tuples().all())
+    if "index_version" not in facts:
+        raise UserError(f"the catalog holds no {label} index yet (run `juncture index`)")
+    return facts

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine, inspect, select
+from sqlalchemy import Connection, Engine, select
 
 from catalog.core.errors import SignatureMismatchError, UserError
 from catalog.core.identity import split_column_id
 from catalog.core.minhash import MinHashSpec, containment_estimate, from_bytes, jaccard_estimate, signature
 from catalog.db.models.base import unpack_int32
-from catalog.search.family import JoinRequest
+from catalog.search.family import JoinRequest, published_facts
 from catalog.search.josie import normalize_values
 from catalog.search.josie.models import JosieSet
 from catalog.search.josie.reader import DbIndexReader
@@ -71,11 +71,7 @@ _HELD: weakref.WeakKeyDictionary[Engine, LoadedIndex] = weakref.WeakKeyDictionar
 
 def load_index(conn: Connection, *, hold: bool = False) -> LoadedIndex:
     """The catalog's LSH Ensemble (from the process's copy when `hold` and still current)."""
-    if not inspect(conn).has_table("lshe_meta"):
-        raise UserError("the catalog has no LSH Ensemble tables (run `juncture index`)")
-    meta = dict(conn.execute(select(LsheMeta.key, LsheMeta.value)).tuples().all())
-    if "index_version" not in meta:
-        raise UserError("the catalog holds no LSH Ensemble index yet (run `juncture index`)")
+    meta = published_facts(conn, LsheMeta, "LSH Ensemble")
     held = _HELD.get(conn.engine) if hold else None
     if held is not None and held.version == meta["index_version"]:
         return held

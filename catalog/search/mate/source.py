@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
-from sqlalchemy import Connection, func, inspect, select, tuple_
+from sqlalchemy import Connection, func, select, tuple_
 
-from catalog.core.errors import UserError
 from catalog.core.identity import normalize_token
 from catalog.core.xash import XashSpec, super_keys, xash
+from catalog.search.family import published_facts
 from catalog.search.mate.models import ROW_BLOCK, MateMeta, MatePosting, MateRowKeys, MateTable
 
 _CHUNK = 500  # values per SELECT ... IN (...)
@@ -75,11 +75,7 @@ class CatalogSource:
     lists and blocks of a lake-sized index)."""
 
     def __init__(self, conn: Connection) -> None:
-        if not inspect(conn).has_table("mate_meta"):
-            raise UserError("the catalog has no MATE tables (run `juncture index`)")
-        meta = dict(conn.execute(select(MateMeta.key, MateMeta.value)).tuples().all())
-        if "index_version" not in meta:
-            raise UserError("the catalog holds no MATE index yet (run `juncture index`)")
+        meta = published_facts(conn, MateMeta, "MATE")
         self.conn = conn
         self.version = meta["index_version"]
         self.spec = XashSpec.from_dict(json.loads(meta["spec"]))

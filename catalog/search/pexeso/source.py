@@ -15,10 +15,11 @@ import weakref
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import Connection, Engine, inspect, select
+from sqlalchemy import Connection, Engine, select
 
 from catalog.core.embedding import Embedder
 from catalog.core.errors import EmbedderMismatchError, UserError
+from catalog.search.family import published_facts
 from catalog.search.pexeso.index import ColumnRef, EmbeddingSpec, IndexShape, PexesoIndex, pexeso_embedder
 from catalog.search.pexeso.models import PexesoColumn, PexesoMeta
 
@@ -43,11 +44,7 @@ def embedder_for(spec: EmbeddingSpec) -> Embedder:
 
 def load_index(conn: Connection, *, hold: bool = False) -> LoadedIndex:
     """The catalog's PEXESO index (the process's copy when `hold` and still current)."""
-    if not inspect(conn).has_table("pexeso_meta"):
-        raise UserError("the catalog has no PEXESO tables (run `juncture index`)")
-    meta = dict(conn.execute(select(PexesoMeta.key, PexesoMeta.value)).tuples().all())
-    if "index_version" not in meta:
-        raise UserError("the catalog holds no PEXESO index yet (run `juncture index`)")
+    meta = published_facts(conn, PexesoMeta, "PEXESO")
     held = _HELD.get(conn.engine) if hold else None
     if held is not None and held.version == meta["index_version"]:
         return held

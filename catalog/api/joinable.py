@@ -1,5 +1,6 @@
-"""/v1/joinable: the precomputed columns that join with a column, or with `key`, the precomputed
-tables that join with a table on one of its composite keys (MATE's n-ary lists)."""
+"""/v1/joinable: the precomputed columns that join with a column; with `semantic=true`, the ones
+that join with it in embedding space and not exactly (PEXESO's lists); or with `key`, the
+precomputed tables that join with a table on one of its composite keys (MATE's n-ary lists)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from catalog import lookup
 from catalog.api.deps import MAX_ID_LENGTH, catalog_of, check_column_id, check_table_id, check_text
 from catalog.api.pages import JSON, Limit, Offset, Page, page_response
 from catalog.search.mate.lists import NaryJoinableInfo, nary_joinable
+from catalog.search.pexeso.lists import SemanticJoinableInfo, semantic_joinable
 
 router = APIRouter(prefix="/v1/joinable", tags=["joinable"])
 
@@ -28,14 +30,27 @@ Key = Annotated[
     ),
 ]
 
+Semantic = Annotated[
+    bool,
+    Query(description="the column's semantic joins: columns it matches in embedding space, not in its exact list"),
+]
+
 
 @router.get(
     "/{column_id:path}",
-    response_model=Page[lookup.JoinableInfo] | Page[NaryJoinableInfo],
+    response_model=Page[lookup.JoinableInfo] | Page[NaryJoinableInfo] | Page[SemanticJoinableInfo],
     summary="Top joinable columns by distinct-value overlap (or, with key, n-ary joinable tables)",
 )
-async def read_joinable(column_id: Ident, request: Request, k: Limit = 10, offset: Offset = 0, key: Key = None) -> JSON:
+async def read_joinable(
+    column_id: Ident, request: Request, k: Limit = 10, offset: Offset = 0, key: Key = None, semantic: Semantic = False
+) -> JSON:
     _check("key", key, check_text)
+    if semantic and key is not None:
+        raise RequestValidationError([{"loc": ("query", "semantic"), "msg": "not with key", "type": "value_error"}])
+    if semantic:
+        _check("column_id", column_id, check_column_id)
+        answers = semantic_joinable(catalog_of(request), column_id, k, offset=offset)
+        return page_response(answers, offset, k)
     if key is None:
         _check("column_id", column_id, check_column_id)
         return page_response(lookup.joinable(catalog_of(request), column_id, k, offset=offset), offset, k)

@@ -90,8 +90,9 @@ def profile_chart(profile: ProfileInfo) -> dict[str, Any] | None:
 
 
 VEGA_SCHEMA = "https://vega.github.io/schema/vega/v6.json"  # an identifier only, as SCHEMA
-EDGE_KINDS = ("join", "union", "n-ary")
-EDGE_WIDTH = {"join": 1.5, "union": 4.0, "n-ary": 7.0}
+EDGE_KINDS = ("join", "semantic", "union", "n-ary")
+EDGE_WIDTH = {"join": 1.5, "semantic": 1.0, "union": 4.0, "n-ary": 7.0}
+EDGE_COLOUR = {"join": "#3b6ea8", "semantic": "#8e5ea8", "union": "#5a8f5a", "n-ary": "#b5651d"}
 GRAPH_WIDTH, GRAPH_HEIGHT = 560, 260
 
 
@@ -125,7 +126,12 @@ def neighbourhood_spec(table_id: str, edges: list[tuple[str, str]], href: str) -
         "padding": 10,
         "data": [{"name": "node-data", "values": nodes}, {"name": "link-data", "values": links}],
         "scales": [
-            {"name": "edge", "type": "ordinal", "domain": list(EDGE_KINDS), "range": ["#3b6ea8", "#5a8f5a", "#b5651d"]},
+            {
+                "name": "edge",
+                "type": "ordinal",
+                "domain": list(EDGE_KINDS),
+                "range": ["#3b6ea8", "#8e5ea8", "#5a8f5a", "#b5651d"],
+            },
             {"name": "node", "type": "ordinal", "domain": ["this table", "table"], "range": ["#222", "#999"]},
         ],
         "legends": [{"stroke": "edge", "orient": "top-left", "title": "relation", "symbolType": "stroke"}],

@@ -30,6 +30,7 @@ from catalog.db.engine import one_snapshot
 from catalog.lake_state import lake_state
 from catalog.search.family import JoinRequest, join_methods, search_kinds
 from catalog.search.mate.lists import nary_lists
+from catalog.search.pexeso.lists import semantic_lists
 from catalog.web.charts import neighbourhood_spec, profile_chart
 from catalog.web.upload import (
     MAX_UPLOAD_BYTES,
@@ -150,12 +151,14 @@ def table_page(request: Request, id: str = "") -> HTMLResponse:
             keys = lookup.keys(conn, id)
             profiles = {c.column_id: _profile_or_none(conn, c.column_id) for c in columns}
             joinable = {c.column_id: lookup.joinable(conn, c.column_id, k=JOINABLE_SHOWN) for c in columns}
+            semantic = semantic_lists(conn, id, k=JOINABLE_SHOWN)
             unionable = lookup.unionable(conn, id, k=UNIONABLE_SHOWN)
             nary = nary_lists(conn, id, k=UNIONABLE_SHOWN)
     except UnknownIdError as e:
         return _render(request, "error.html", 404, title="Unknown table", message=str(e))
     charts = {cid: profile_chart(p) if p is not None else None for cid, p in profiles.items()}
     edges = [("join", j.table_id) for answers in joinable.values() for j in answers]
+    edges += [("semantic", j.table_id) for answers in semantic.values() for j in answers]
     edges += [("union", u.table_id) for u in unionable] + [("n-ary", t.table_id) for n in nary for t in n.tables]
     graph = neighbourhood_spec(id, edges, href=f"{request.scope.get('root_path', '').rstrip('/')}/table?id=")
     return _render(
@@ -167,6 +170,7 @@ def table_page(request: Request, id: str = "") -> HTMLResponse:
         profiles=profiles,
         charts=charts,
         joinable=joinable,
+        semantic=semantic,
         unionable=unionable,
         nary=nary,
         graph=graph,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -21,7 +21,9 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from catalog.db.bulk import insert_rows
+from catalog.search.pexeso.lists import lists_current, refresh_semantic_lists
 from catalog.search.pexeso.models import PexesoColumn, PexesoMeta
+from catalog.search.pexeso.source import load_index
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.pexeso.tables import PEXESO_VECTORS, PexesoState, shape_json, spec_json
@@ -43,17 +45,34 @@ def publish_pexeso(session: Session, store: LakeStore, batch: ChangeBatch | None
     if have == state.index_version:
         return {"pexeso_index_version": state.index_version, "pexeso_columns_written": 0}
     alike = meta.get("spec") == spec_json(state.spec) and have == state.base_version and not state.full
+    lists: dict[str, int] = {}
     if batch is not None and alike:
         _delete_tables(session, sorted(batch.touched))
         written = _insert_tables(session, store, sorted(batch.added))
+        _write_meta(session, state)
+        lists = _refresh_lists(session, batch.added, batch.touched)
     elif batch is None and alike:
-        written = 0  # a rebuild: new pivots, the same vectors
+        written = 0  # a rebuild: new pivots, the same vectors (and lists, unless they were not current)
+        _write_meta(session, state)
+        if not lists_current(session.connection()):
+            lists = _refresh_lists(session, None, ())
     else:
         session.execute(delete(PexesoColumn))
         written = _insert_tables(session, store, None)
-    _write_meta(session, state)
-    log.info("pexeso published", extra={"from_version": have, "to_version": state.index_version, "columns": written})
-    return {"pexeso_index_version": state.index_version, "pexeso_columns_written": written}
+        _write_meta(session, state)
+        lists = _refresh_lists(session, None, ())
+    log.info(
+        "pexeso published",
+        extra={"from_version": have, "to_version": state.index_version, "columns": written, **lists},
+    )
+    return {"pexeso_index_version": state.index_version, "pexeso_columns_written": written, **lists}
+
+
+def _refresh_lists(session: Session, added: Collection[str] | None, touched: Collection[str]) -> dict[str, int]:
+    """The semantic join lists brought to the index just written (read back from the catalog: the
+    lists are a search of what a lookup's search would see)."""
+    conn = session.connection()
+    return refresh_semantic_lists(conn, load_index(conn).index, added, touched)
 
 
 def _delete_tables(session: Session, table_ids: Sequence[str]) -> None:

@@ -24,6 +24,7 @@ from catalog.core.settings import load_settings
 from catalog.db.engine import open_catalog
 from catalog.search.pexeso import METHODS
 from catalog.search.pexeso.index import pexeso_embedder
+from catalog.search.pexeso.lists import LIST_K, LIST_T, LIST_TAU
 from catalog.search.pexeso.models import PexesoColumn
 from catalog.search.pexeso.search import distance_rows, need_count
 from spark_jobs.lake.store import LakeStore
@@ -125,16 +126,53 @@ def _check(home: Path, queries: list[list[str]], capsys) -> None:  # type: ignor
     assert found
 
 
+def _check_lists(home: Path, capsys) -> int:  # type: ignore[no-untyped-def]
+    """Every textual column's `lookup joinable --semantic` (CLI and HTTP) equals the oracle: its
+    distinct tokens searched at the lists' thresholds, itself left out, the best LIST_K, then the
+    columns of its exact joinable list removed. Returns how many answers were compared."""
+    folder = home / "files"
+    client = TestClient(create_app(load_settings()))
+    compared = 0
+    for path in sorted(folder.glob("*.csv")):
+        table_id = file_table_id(path.name)
+        with path.open(newline="", encoding="utf-8") as f:
+            header, *rows = list(csv.reader(f))
+        for c, name in enumerate(column_headers(header)):
+            if name == "n":
+                continue
+            column_id = f"{table_id}#{name}"
+            tokens = sorted({t for r in rows if (t := normalize_token(r[c] or None)) is not None})
+            found = [x for x in _oracle(folder, tokens, LIST_TAU, LIST_T) if x[:2] != (table_id, name)]
+            found.sort(key=lambda x: (-x[2], x[0], x[1]))
+            capsys.readouterr()
+            assert main(["lookup", "joinable", column_id, "--k", "100", "--json"]) == 0
+            exact = {r["column_id"] for r in json.loads(capsys.readouterr().out)}
+            expected = [(t, col, m) for t, col, m in found[:LIST_K] if f"{t}#{col}" not in exact]
+            assert main(["lookup", "joinable", column_id, "--semantic", "--k", "100", "--json"]) == 0
+            got = json.loads(capsys.readouterr().out)
+            assert [(r["table_id"], r["column"], r["n_matched"]) for r in got] == expected, column_id
+            assert [r["rank"] for r in got] == list(range(1, len(got) + 1))
+            page = client.get(f"/v1/joinable/{column_id.replace('#', '%23')}", params={"semantic": "true", "k": 2})
+            assert page.status_code == 200
+            assert [r["column_id"] for r in page.json()["items"]] == [f"{t}#{col}" for t, col, _ in expected[:2]]
+            compared += len(expected)
+    return compared
+
+
 def test_semantic_search_through_the_pipeline_equals_the_oracle(home: Path, catalog_url: str, capsys) -> None:  # type: ignore[no-untyped-def]
     folder = home / "files"
     rng = np.random.default_rng(1)
     names = [_name(rng) for _ in range(40)]
     for table_id, headers, rows in _lake(2, 10, names, "t"):
         _write(folder / f"{table_id}.csv", headers, rows)
+    # names written with punctuation only: no value in common with any table, so only the
+    # embedding joins them (the semantic lists' subject)
+    _write(folder / "dots.csv", ["Label"], [[n.replace(" ", ". ") + "."] for n in names])
     queries = [[_variant(rng, names[int(i)]) for i in rng.integers(0, 12, size=15)] for _ in range(2)]
     assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
     assert main(["index"]) == 0
     _check(home, queries, capsys)
+    assert _check_lists(home, capsys)
     pivots = LakeStore(load_settings().lake).read_arrow("pexeso_state").to_pylist()[0]["pivots"]
 
     # a batch: two tables deleted, one changed, two added
@@ -152,6 +190,7 @@ def test_semantic_search_through_the_pipeline_equals_the_oracle(home: Path, cata
         published = set(conn.execute(select(PexesoColumn.table_id)).scalars())
     assert published == {file_table_id(p.name) for p in folder.glob("*.csv")}
     _check(home, queries, capsys)
+    assert _check_lists(home, capsys)
 
     # pivots re-selected: the same answers
     assert main(["rebuild"]) == 0

@@ -10,6 +10,7 @@ from sqlalchemy import Engine
 
 from catalog.db.engine import session_scope
 from catalog.db.models import CatalogColumn, CatalogTable, ColumnProfile, PublishRun, TableKey
+from catalog.db.models.base import text_key
 
 HOSTILE = '<script>alert("x")</script>&"><img src=x onerror=alert(1)>'
 NOW = dt.datetime(2026, 11, 25, 12, 0, tzinfo=dt.UTC)
@@ -71,3 +72,31 @@ def add_table(
 def add_failed_run(engine: Engine, message: str) -> None:
     with session_scope(engine) as s:
         s.add(PublishRun(run_id="run-2", batch_id="2", kind="batch", status="failed", started_at=NOW, message=message))
+
+
+def exact_answer(column_id: str, candidate_column_id: str, *, rank: int = 1, overlap: int = 3) -> dict[str, object]:
+    """A row of `joinable` (the exact list) naming `candidate_column_id` at `rank`."""
+    table_id = column_id.split("#", 1)[0]
+    candidate_table_id, candidate_header = candidate_column_id.split("#", 1)
+    return {
+        "column_key": text_key(column_id),
+        "rank": rank,
+        "column_id": column_id,
+        "table_id": table_id,
+        "candidate_column_id": candidate_column_id,
+        "candidate_table_id": candidate_table_id,
+        "candidate_header": candidate_header,
+        "overlap": overlap,
+        "size": 10,
+        "candidate_size": 10,
+        "containment": overlap / 10,
+        "candidate_containment": overlap / 10,
+        "jaccard": overlap / 17,
+        "est_join_size": float(overlap),
+        "is_key": False,
+        "candidate_is_key": False,
+        "direction": "many-to-many",
+        "exact": True,
+        "method": "overlap-groups",
+        "index_version": 1,
+    }

@@ -12,16 +12,21 @@ from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import insert
+from markupsafe import escape
+from sqlalchemy import delete, insert
 
 from catalog.api.app import create_app
 from catalog.core.settings import Settings
 from catalog.db.engine import open_catalog
+from catalog.db.models import JoinableColumn
+from catalog.db.models.base import text_key
 from catalog.lake_state import next_weekly_rebuild
 from catalog.search.mate.lists import OVER_BUDGET
 from catalog.search.mate.models import MateList
+from catalog.search.pexeso.lists import LIST_K, LIST_T, LIST_TAU, LISTS_FACT
+from catalog.search.pexeso.models import PexesoList, PexesoMeta
 from catalog.web.pages import PAGE_SIZE, router
-from tests.web.catalog_rows import HOSTILE, add_failed_run, add_table
+from tests.web.catalog_rows import HOSTILE, add_failed_run, add_table, exact_answer
 
 PAGE_BUDGET_MS = 300.0
 
@@ -171,6 +176,54 @@ def test_the_table_page_shows_its_precomputed_nary_lists(client: TestClient, cat
     assert "(city, id)" in section and "Not precomputed" in section
     other = client.get("/table", params={"id": "file:rivers.csv"}).text.split('id="nary"', 1)[1]
     assert "No composite key of 2–3 columns is listed" in other
+
+
+def test_the_table_page_shows_semantic_joins_its_exact_list_lacks(
+    client: TestClient, catalog_settings: Settings
+) -> None:
+    """A column's semantic list on the page: ranked again without the columns its exact list holds
+    (here `cities.country`), hostile ids escaped, and nothing while the lists are not current."""
+    engine = open_catalog(catalog_settings.catalog_url)
+    subject = "file:cities.csv#city"
+    base = {"column_key": text_key(subject), "column_id": subject, "table_id": "file:cities.csv"}
+    listed = [
+        ("file:cities.csv", "country", 9),  # also in the exact list below: not shown
+        (f"file:{HOSTILE}.csv", HOSTILE, 8),
+        ("file:rivers.csv", "river", 5),
+    ]
+    state = {"tau": LIST_TAU, "T": LIST_T, "k": LIST_K, "state": "current", "work": 1, "bound": 2}
+    with engine.begin() as conn:
+        conn.execute(insert(PexesoMeta), [{"key": "index_version", "value": "1"}])
+        conn.execute(insert(PexesoMeta), [{"key": LISTS_FACT, "value": json.dumps(state)}])
+        marker = {"candidate_column_id": None, "candidate_table_id": None, "candidate_header": None}
+        conn.execute(insert(PexesoList), [{**base, **marker, "rank": 0, "n_matched": 0, "joinability": 0.0}])
+        conn.execute(
+            insert(PexesoList),
+            [
+                {
+                    **base,
+                    "rank": rank,
+                    "candidate_column_id": f"{table_id}#{header}",
+                    "candidate_table_id": table_id,
+                    "candidate_header": header,
+                    "n_matched": n,
+                    "joinability": n / 10,
+                }
+                for rank, (table_id, header, n) in enumerate(listed, start=1)
+            ],
+        )
+        conn.execute(insert(JoinableColumn), [exact_answer(subject, "file:cities.csv#country")])
+    html = client.get("/table", params={"id": "file:cities.csv"}).text
+    section = html.split('class="joinable semantic"', 1)[1].split("</ul>", 1)[0]
+    shown = re.findall(r'data-column-id="([^"]*)"', section)
+    assert shown == [f"file:{escape(HOSTILE)}.csv#{escape(HOSTILE)}", "file:rivers.csv#river"]
+    assert "8 of ours (80%)" in section and "<script>alert" not in html
+    assert html.count('class="joinable semantic"') == 1  # only the column with a list
+    with engine.begin() as conn:
+        conn.execute(delete(PexesoMeta).where(PexesoMeta.key == LISTS_FACT))
+        conn.execute(insert(PexesoMeta), [{"key": LISTS_FACT, "value": json.dumps({**state, "state": "over_bound"})}])
+    engine.dispose()
+    assert 'class="joinable semantic"' not in client.get("/table", params={"id": "file:cities.csv"}).text
 
 
 def test_the_lake_state_page_shows_sources_runs_and_indexes(client: TestClient) -> None:

@@ -25,6 +25,7 @@ JOINABLE_COLUMNS = (
 )
 UNIONABLE_COLUMNS = ("rank", "table_id", "score", "n_aligned", "alignment", "exact")
 NARY_COLUMNS = ("rank", "table_id", "joinability", "mapping")
+SEMANTIC_COLUMNS = ("rank", "table_id", "column", "n_matched", "joinability")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +40,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="joinable only: ID is a table_id, and the answers are its n-ary joinable tables on this "
         "detected composite key (MATE's precomputed list)",
     )
+    p.add_argument(
+        "--semantic",
+        action="store_true",
+        help="joinable only: the columns ID joins with in embedding space (despite typos, case, punctuation) "
+        "that its exact list does not hold (PEXESO's precomputed list)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(handler=run)
 
@@ -50,6 +57,8 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         raise UserError("--offset must not be negative")
     if args.key is not None and args.kind != "joinable":
         raise UserError("--key goes with `lookup joinable TABLE_ID`")
+    if args.semantic and (args.kind != "joinable" or args.key is not None):
+        raise UserError("--semantic goes with `lookup joinable COLUMN_ID` (and not with --key)")
     with session_scope(ctx.engine) as session:
         if args.kind == "table":
             emit(lookup.table(session, args.id), as_json=args.json)
@@ -69,6 +78,11 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             else:
                 rows = [{**lookup.as_dict(t), "mapping": _pairs(t.mapping)} for t in tables]
                 emit(rows, as_json=False, columns=NARY_COLUMNS)
+        elif args.kind == "joinable" and args.semantic:
+            from catalog.search.pexeso.lists import semantic_joinable  # deferred: as above
+
+            columns = semantic_joinable(session.connection(), args.id, args.k, offset=args.offset)
+            emit(columns, as_json=args.json, columns=SEMANTIC_COLUMNS)
         elif args.kind == "joinable":
             emit(
                 lookup.joinable(session, args.id, args.k, offset=args.offset),

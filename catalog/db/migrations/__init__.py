@@ -4,4 +4,4 @@
 Alembic and parsing every script on each command; a test checks it against Alembic's own answer.
 """
 
-HEAD = "0011_crawl_runs"
+HEAD = "0012_pexeso_lists"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.search.family import SearchFamily, SearchKind, read_values
 from catalog.search.pexeso import METHODS
-from catalog.search.pexeso.models import PexesoColumn, PexesoMeta
+from catalog.search.pexeso.models import PexesoColumn, PexesoList, PexesoMeta
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -85,7 +85,7 @@ def _run(args: argparse.Namespace, conn: Connection) -> list[dict[str, Any]]:
 
 FAMILY = SearchFamily(
     name="pexeso",
-    models=(PexesoColumn, PexesoMeta),
+    models=(PexesoColumn, PexesoList, PexesoMeta),
     kinds=(
         SearchKind(
             "semantic",

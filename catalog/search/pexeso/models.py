@@ -6,6 +6,7 @@ Published from the lake's `pexeso_*` tables by `spark_jobs.pexeso.publish`:
 * `pexeso_columns`: each embedded column: its ids and header, its distinct values (JSON list, for
   the example pairs of an answer) and their unit vectors, packed little-endian float32, one row of
   `dimension` floats per value, in the values' order;
+* `pexeso_lists`: each embedded column's precomputed semantic join list (`catalog.search.pexeso.lists`);
 * `pexeso_meta`: key/value facts: the index version, the embedder (name, version, dimension; JSON),
   the index shape (pivots, levels, selection; JSON) and the pivots (packed float32, base64), checked
   and used on every load. A search maps the vectors with these pivots into the grid: the pivots are
@@ -14,10 +15,10 @@ Published from the lake's `pexeso_*` tables by `spark_jobs.pexeso.publish`:
 
 from __future__ import annotations
 
-from sqlalchemy import Integer, LargeBinary, Text
+from sqlalchemy import Float, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from catalog.db.models.base import Base, text_index
+from catalog.db.models.base import TEXT_KEY_LENGTH, Base, key_default, text_index
 
 
 class PexesoColumn(Base):
@@ -39,3 +40,28 @@ class PexesoMeta(Base):
     __tablename__ = "pexeso_meta"
     key: Mapped[str] = mapped_column(Text, primary_key=True)
     value: Mapped[str] = mapped_column(Text)
+
+
+class PexesoList(Base):
+    """One entry of a column's precomputed semantic join list: `column_id` (of `table_id`) matches
+    `n_matched` of its values in `candidate_column_id`, `joinability` = n_matched / its values.
+    Rank 0 marks that the list was computed (it has no candidate), so a column whose list is empty
+    is told apart from one never computed; its joinability is -1 when the list was over the work
+    bound (`lists.OVER_BUDGET`)."""
+
+    __tablename__ = "pexeso_lists"
+    # ids are unbounded text: the key is column_id's digest (`text_key`), as in the entity tables
+    column_key: Mapped[str] = mapped_column(String(TEXT_KEY_LENGTH), primary_key=True, default=key_default("column_id"))
+    rank: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    column_id: Mapped[str] = mapped_column(Text)
+    table_id: Mapped[str] = mapped_column(Text)
+    candidate_column_id: Mapped[str | None] = mapped_column(Text)
+    candidate_table_id: Mapped[str | None] = mapped_column(Text)
+    candidate_header: Mapped[str | None] = mapped_column(Text)
+    n_matched: Mapped[int] = mapped_column(Integer)
+    joinability: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (
+        text_index("ix_pexeso_lists_table_id", "table_id"),
+        text_index("ix_pexeso_lists_candidate", "candidate_table_id"),
+    )

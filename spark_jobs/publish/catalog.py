@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -115,10 +116,14 @@ def run(
         if done is not None:
             log.info("batch already published")
             return {"skipped": True, **(done.counts or {})}
-        counts: dict[str, int] = {}
+        counts: dict[str, Any] = {}
         started = dt.datetime.now(dt.UTC)
+        seconds: dict[str, float] = {}
         for publisher in publishers or batch_publishers():
+            t0 = time.perf_counter()
             counts.update(publisher(session, store, batch))
+            seconds[_publisher_name(publisher)] = round(time.perf_counter() - t0, 3)
+        counts["seconds"] = seconds  # what each publisher cost: the stage report's breakdown
         session.merge(
             PublishRun(
                 run_id=run_id,
@@ -163,6 +168,15 @@ def _lock_publish(session: Session, run_id: str | None) -> None:
         session.execute(delete(PublishRun).where(PublishRun.run_id == run_id, PublishRun.status == "running"))
     else:
         session.execute(delete(PublishRun).where(PublishRun.status == "running"))
+
+
+def _publisher_name(publisher: Publisher) -> str:
+    """`publish_joinable` -> "joinable"; a family's publisher by its module (`spark_jobs.mate.publish`: "mate")."""
+    name = getattr(publisher, "__name__", "publisher")
+    module = getattr(publisher, "__module__", "")
+    if module.startswith("spark_jobs.") and module.endswith(".publish"):
+        return module.split(".")[1]
+    return name.removeprefix("publish_")
 
 
 def published_batch_ids(settings: Settings) -> set[int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from catalog.cli.commands.rebuild import print_rebuild
 from catalog.cli.context import CliContext
@@ -33,6 +34,23 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             stages = ", ".join(f"{n} {s:.1f}s/{r.spark_jobs.get(n, 0)} jobs" for n, s in r.seconds.items())
             total = sum(r.seconds.values())
             print(f"indexed batch {r.batch_id}: +{r.n_added} -{r.n_deleted} tables in {total:.1f}s ({stages})")
+            if parts := stage_parts(r.results):
+                print(f"  {parts}")
         if args.full:
             print_rebuild(rebuild_all(spark, ctx.settings))
     return 0
+
+
+def stage_parts(results: dict[str, Any]) -> str:
+    """Where the two composite stages spent their time: relate's joinable and unionable parts,
+    and the publish's seconds per publisher ("relate: joinable 3.1s, ...; publish: tables 0.2s, ...")."""
+    out = []
+    relate = results.get("relate")
+    if isinstance(relate, dict):
+        parts = {name: c["seconds"] for name, c in relate.items() if isinstance(c, dict) and "seconds" in c}
+        if parts:
+            out.append("relate: " + ", ".join(f"{n} {s:.1f}s" for n, s in parts.items()))
+    publish = results.get("publish")
+    if isinstance(publish, dict) and isinstance(publish.get("seconds"), dict):
+        out.append("publish: " + ", ".join(f"{n} {s:.1f}s" for n, s in publish["seconds"].items()))
+    return "; ".join(out)

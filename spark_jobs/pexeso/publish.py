@@ -72,7 +72,8 @@ def _refresh_lists(session: Session, added: Collection[str] | None, touched: Col
     """The semantic join lists brought to the index just written (read back from the catalog: the
     lists are a search of what a lookup's search would see)."""
     conn = session.connection()
-    return refresh_semantic_lists(conn, load_index(conn).index, added, touched)
+    sizes = {c: n for c, n in conn.execute(select(PexesoColumn.column_id, PexesoColumn.n_values))}
+    return refresh_semantic_lists(conn, sizes, lambda: load_index(conn).index, added, touched)
 
 
 def _delete_tables(session: Session, table_ids: Sequence[str]) -> None:

@@ -47,7 +47,9 @@ def _published(engine: Engine) -> dict[str, list[tuple[str, int]]]:
 
 def _refresh(engine: Engine, index: PexesoIndex, added: list[str] | None, touched: list[str] = []) -> dict[str, int]:  # noqa: B006
     with engine.begin() as conn:
-        return refresh_semantic_lists(conn, index, added, touched)
+        counts = np.bincount(index.column_of, minlength=len(index.columns)).tolist()
+        sizes = dict(zip([c.column_id for c in index.columns], counts, strict=True))
+        return refresh_semantic_lists(conn, sizes, lambda: index, added, touched)
 
 
 def test_lists_equal_the_oracle_through_build_merge_delete_and_the_work_bound(

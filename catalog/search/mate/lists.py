@@ -86,11 +86,11 @@ def refresh_lists(conn: Connection, added: Collection[str] | None, touched: Coll
         _delete_lists(conn, [(t, _key_text(k)) for t, k in sorted(gone)])
         existing -= gone
     tables = _tables(conn)
-    source = CatalogSource(conn)
+    source, postings = CatalogSource(conn), _TablePostings(conn)
     searched = 0
     for table_id, key in sorted(wanted - existing):
         if table_id in tables:
-            _write(conn, table_id, key, _search(source, conn, tables, table_id, key, None))
+            _write(conn, table_id, key, _search(source, postings, tables, table_id, key, None))
             searched += 1
     over = _listed(conn, select(MateList.table_id, MateList.key).where(MateList.joinability == OVER_BUDGET))
     partial = 0
@@ -99,7 +99,7 @@ def refresh_lists(conn: Connection, added: Collection[str] | None, touched: Coll
         sharing = _sharing_tables(conn, added_refs)
         for table_id, key in sorted((existing & wanted) - over):
             if table_id in tables and tables[table_id][0] in sharing:
-                new = _search(source, conn, tables, table_id, key, added_refs)
+                new = _search(source, postings, tables, table_id, key, added_refs)
                 if new:  # never None: a search of some tables has no budget
                     _merge(conn, table_id, key, new)
                 partial += 1
@@ -157,9 +157,29 @@ def key_tuples(
     return sorted(tuple(lists[c][0] for c in row) for row in complete.tolist())
 
 
+class _TablePostings:
+    """A table's posting lists ((token, rows, cols) each), read once for all its listed keys: the
+    lists are refreshed in table order, and reading all of a large table's postings costs as much
+    as searching its list."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self._ref: int | None = None
+        self._rows: list[tuple[str, np.ndarray, np.ndarray]] = []
+
+    def of(self, ref: int) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        if ref != self._ref:
+            columns = select(MatePosting.token, MatePosting.rows, MatePosting.cols)
+            self._ref, self._rows = (
+                ref,
+                [(t, r, c) for t, r, c in self.conn.execute(columns.where(MatePosting.table_ref == ref))],
+            )
+        return self._rows
+
+
 def _search(
     source: CatalogSource,
-    conn: Connection,
+    postings: _TablePostings,
     tables: Mapping[str, tuple[int, list[str], int]],
     table_id: str,
     key: tuple[str, ...],
@@ -171,10 +191,7 @@ def _search(
     if any(name not in headers for name in key):
         return []
     positions = [headers.index(name) + 1 for name in key]
-    rows = conn.execute(
-        select(MatePosting.token, MatePosting.rows, MatePosting.cols).where(MatePosting.table_ref == ref)
-    ).tuples()
-    tuples = key_tuples(rows, positions)
+    tuples = key_tuples(postings.of(ref), positions)
     searched: MateSource = source if only is None else _Restricted(source, only)
     outcome = search_tuples(searched, key, tuples, LIST_K + 1, max_pairs=MAX_LIST_PAIRS if only is None else None)
     if outcome is None:

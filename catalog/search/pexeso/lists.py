@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,29 +77,38 @@ class SemanticJoinableInfo:
 
 # ---------------------------------------------------------------------- refresh (publish)
 def refresh_semantic_lists(
-    conn: Connection, index: PexesoIndex, added: Collection[str] | None, touched: Collection[str] = ()
+    conn: Connection,
+    sizes: Mapping[str, int],
+    load: Callable[[], PexesoIndex],
+    added: Collection[str] | None,
+    touched: Collection[str] = (),
 ) -> dict[str, int]:
-    """Bring `pexeso_lists` to `index` (the one just published): every list (`added` None, or when
-    the lists are not current), or a batch's share."""
-    position = {c.column_id: i for i, c in enumerate(index.columns)}
+    """Bring `pexeso_lists` to the index just published (`load` gives it; `sizes` are its columns'
+    vector counts by column_id): every list (`added` None, or when the lists are not current), or a
+    batch's share. The work bound is checked from `sizes` before the index is loaded: on a lake
+    over it, loading and mapping every vector would be the refresh's whole cost, for nothing."""
     if added is None or not lists_current(conn):
         conn.execute(delete(PexesoList))
-        listed: set[int] = set()
+        kept: set[str] = set()
     else:
-        listed = {position[c] for c in _drop_stale(conn, sorted(touched)) if c in position}
-    compute = np.array(sorted(set(range(len(index.columns))) - listed), np.int64)
-    new = {i for i, c in enumerate(index.columns) if c.table_id in set(added or ())} - listed
-    rows = np.flatnonzero(np.isin(index.column_of, compute))
-    work = len(rows) * len(index)
+        kept = _drop_stale(conn, sorted(touched)) & set(sizes)
+    n_vectors = sum(sizes.values())
+    work = (n_vectors - sum(sizes[c] for c in kept)) * n_vectors
     if work > MAX_LIST_WORK:
         conn.execute(delete(PexesoList))
         _write_state(conn, "over_bound", work=work)
         log.warning("semantic lists over the work bound", extra={"work": work, "bound": MAX_LIST_WORK})
         return {"pexeso_lists_computed": 0, "pexeso_lists_merged": 0, "pexeso_lists_over_bound": 1}
+    index = load()
+    position = {c.column_id: i for i, c in enumerate(index.columns)}
+    listed = {position[c] for c in kept}
+    compute = np.array(sorted(set(range(len(index.columns))) - listed), np.int64)
+    new = {i for i, c in enumerate(index.columns) if c.table_id in set(added or ())} - listed
+    rows = np.flatnonzero(np.isin(index.column_of, compute))
     forward, reverse = _match_counts(index, rows, listed, new)
-    sizes = np.bincount(index.column_of, minlength=len(index.columns))
-    _write_lists(conn, index, sizes, compute.tolist(), forward)
-    merged = _merge_lists(conn, index, sizes, reverse) if len(reverse) else 0
+    column_sizes = np.bincount(index.column_of, minlength=len(index.columns))
+    _write_lists(conn, index, column_sizes, compute.tolist(), forward)
+    merged = _merge_lists(conn, index, column_sizes, reverse) if len(reverse) else 0
     _write_state(conn, "current", work=work)
     return {"pexeso_lists_computed": len(compute), "pexeso_lists_merged": merged, "pexeso_lists_over_bound": 0}
 

@@ -184,19 +184,30 @@ def close_pairs(
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Every pair (i, j) with `distance(a[i], b[j]) <= radius`, as (rows of a, rows of b), one
     block of `b` at a time: brute force's rule (float32 matrix products decide the pairs clear by a
-    wide margin, `distance_rows` the ones near τ), which the precomputed lists share."""
+    wide margin, `distance_rows` the ones near τ), which the precomputed lists share.
+
+    A pair within reach has a dot product of at least half of (the smallest squared norms of both
+    sides less r² and the margin): one comparison over the block keeps those, and the squared
+    distances are formed for them alone (at small τ, a tiny share of the block), as the same
+    float32 expression, so the decisions are those of the whole-block arithmetic."""
     a32 = a.astype(np.float32)
     a_sq = (a32 * a32).sum(1)
+    if not len(a_sq):
+        return
     r2 = radius * radius
-    step = max(1, cells // max(1, len(a32)))
+    step = max(1, cells // len(a32))
     for start in range(0, len(b), step):
         x = b[start : start + step]
-        sq = a_sq[:, None] + (x * x).sum(1)[None, :] - 2.0 * (a32 @ x.T)
+        x_sq = (x * x).sum(1)
+        g = a32 @ x.T
+        reach = 0.5 * (float(a_sq.min()) + float(x_sq.min()) - r2 - _BRUTE_MARGIN) - _BRUTE_MARGIN
+        ia, ib = np.nonzero(g >= reach)
+        sq = a_sq[ia] + x_sq[ib] - 2.0 * g[ia, ib]
         sure, near = _decide(sq, r2)
-        sure_a, sure_b = np.nonzero(sure)
-        near_a, near_b = np.nonzero(near)
-        close = distance_rows(a32[near_a], x[near_b]) <= radius
-        yield np.concatenate([sure_a, near_a[close]]), np.concatenate([sure_b, near_b[close]]) + start
+        near &= ~sure
+        keep = sure
+        keep[near] = distance_rows(a32[ia[near]], x[ib[near]]) <= radius
+        yield ia[keep], ib[keep] + start
 
 
 def _decide(sq: np.ndarray, r2: float) -> tuple[np.ndarray, np.ndarray]:

@@ -45,6 +45,7 @@ HERE = Path(__file__).parent
 PAGE_SIZE = 20
 JOINABLE_SHOWN = 5
 UNIONABLE_SHOWN = 10
+TRANSFORM_SHOWN = 10
 SEARCH_PATH = "/search"  # the upload route: it limits its own body (`catalog.web.upload`)
 
 router = APIRouter(include_in_schema=False)
@@ -175,6 +176,40 @@ def table_page(request: Request, id: str = "") -> HTMLResponse:
         nary=nary,
         graph=graph,
     )
+
+
+@router.get("/table/transform", response_class=HTMLResponse)
+def table_transform_page(request: Request, id: str = "") -> HTMLResponse:
+    """The lake tables a table joins with after a learned transformation: Auto-Join's `search
+    transform` with the lake table as the query. Run on request from the table page (a button with
+    a progress line), as it reads candidate tables' cells from the lake and takes seconds."""
+    _start(request)
+    try:
+        check_table_id(id)
+    except ValueError as e:
+        return _render(request, "error.html", 400, title="Not a table id", message=f"{id[:200]!r}: {e}")
+    try:
+        lookup.table(catalog_of(request), id)
+    except UnknownIdError as e:
+        return _render(request, "error.html", 404, title="Unknown table", message=str(e))
+    return _render(request, "transform.html", table_id=id, answers=_section(_table_transform_answers, request, id))
+
+
+def _table_transform_answers(request: Request, table_id: str) -> dict[str, Any]:
+    """`search transform` of the lake table `table_id`, itself left out."""
+    if "transform" not in search_kinds():
+        return _answer(error="transformation search is not available")
+    from catalog.search.autojoin.settings import autojoin_settings  # deferred: the search loads when it runs
+    from catalog.search.autojoin.tables import lake_table  # deferred: as above
+    from catalog.search.autojoin.transform import search_transform  # deferred: as above
+
+    settings = request.app.state.settings
+    try:
+        query = lake_table(table_id, settings)
+    except UnknownIdError:  # published, but this server's lake does not hold it (another home's)
+        return _answer(error=f"this server's lake ({settings.lake}) does not hold {table_id}")
+    found = search_transform(query, settings, autojoin_settings(settings), k=TRANSFORM_SHOWN + 1)
+    return _answer([a for a in found if a["table_id"] != table_id][:TRANSFORM_SHOWN])
 
 
 @router.get(SEARCH_PATH, response_class=HTMLResponse)

@@ -4,13 +4,19 @@ table_ids (read from bronze cells with delta-rs), the same answer as from the fi
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
+from markupsafe import escape
 
+from catalog.api.app import create_app
 from catalog.cli.main import main
 from catalog.core.identity import file_table_id
+from catalog.core.settings import load_settings
 from tests.autojoin.test_surfaces import EXPECTED, SOURCE, TARGET
 from tests.conftest import cli_home
 
@@ -61,3 +67,21 @@ def test_search_transform_finds_the_table_and_its_program(home: Path, capsys: py
     }
     assert file_table_id("codes.csv") not in {a["table_id"] for a in answers}
     assert main(["search", "transform", "--csv", str(query), "--k", "0"]) == 2
+
+    # the table page runs the same search with a lake table as the query, itself left out
+    shutil.copy(query, home / "files" / "query.csv")
+    assert main(["crawl", "--dir", str(home / "files"), "--no-progress"]) == 0
+    assert main(["index"]) == 0
+    capsys.readouterr()
+    assert main(["search", "transform", "--csv", str(query), "--json"]) == 0
+    lake_query = file_table_id("query.csv")
+    expected = [(a["table_id"], str(a["coverage"])) for a in json.loads(capsys.readouterr().out)]
+    with TestClient(create_app(load_settings(cwd=home))) as client:
+        assert 'action="/table/transform"' in client.get("/table", params={"id": lake_query}).text
+        page = client.get("/table/transform", params={"id": lake_query})
+        assert page.status_code == 200 and str(escape(answers[0]["program"])) in page.text
+        rows = re.findall(r'<tr data-table-id="([^"]*)" data-coverage="(\d+)">', page.text)
+        assert rows[0] == (file_table_id("directory.csv"), str(len(people)))
+        assert rows == [r for r in expected if r[0] != lake_query]
+        assert client.get("/table/transform", params={"id": file_table_id("nowhere.csv")}).status_code == 404
+        assert client.get("/table/transform", params={"id": "not-a-table"}).status_code == 400

@@ -250,6 +250,7 @@ def test_no_page_writes_and_only_the_search_form_posts() -> None:
         ("/search", ["POST"]),
         ("/state", ["GET"]),
         ("/table", ["GET"]),
+        ("/table/transform", ["GET"]),
     ]
 
 
@@ -277,6 +278,18 @@ def test_transformation_search_runs_only_when_asked(client: TestClient) -> None:
     section = asked.text.split('id="transform-results"', 1)[1]
     assert "No lake table joins with yours" in section  # this catalog has no lake behind it
     assert 'name="transform" checked' in asked.text
+
+
+def test_the_table_page_offers_the_transformation_joins_on_request(client: TestClient) -> None:
+    table_id = f"file:{HOSTILE}.csv"
+    page = client.get("/table", params={"id": table_id})
+    form = page.text.split('<h2 id="transform">', 1)[1]
+    assert 'action="/table/transform"' in form and f'name="id" value="{escape(table_id)}"' in form
+    answers = client.get("/table/transform", params={"id": table_id})
+    assert answers.status_code == 200 and HOSTILE not in answers.text  # escaped, as everywhere
+    section = answers.text.split('id="transform-results"', 1)[1]
+    assert f"does not hold {escape(table_id)}" in section  # this catalog has no lake behind it
+    assert client.get("/table/transform", params={"id": "file:nowhere.csv"}).status_code == 404
 
 
 def test_semantic_search_says_why_it_has_no_answers(client: TestClient) -> None:

@@ -14,8 +14,9 @@ Links start from the request's `root_path`, so the same app works served by `jun
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 from fastapi import APIRouter, FastAPI, Request
@@ -40,6 +41,10 @@ from catalog.web.upload import (
     read_capped,
     search_form,
 )
+
+if TYPE_CHECKING:
+    from catalog.core.settings import Settings
+    from catalog.search.autojoin.join import Table
 
 HERE = Path(__file__).parent
 PAGE_SIZE = 20
@@ -77,6 +82,15 @@ def _render(request: Request, template: str, status: int = 200, **context: Any) 
 
 def _start(request: Request) -> None:
     request.state.started = time.perf_counter()
+
+
+def _refuse_table_id(request: Request, table_id: str) -> HTMLResponse | None:
+    """The 400 page for a `table_id` that is not one (None for a well-formed id)."""
+    try:
+        check_table_id(table_id)
+    except ValueError as e:
+        return _render(request, "error.html", 400, title="Not a table id", message=f"{table_id[:200]!r}: {e}")
+    return None
 
 
 def _int_param(raw: str | None, name: str, low: int = 0) -> int | None:
@@ -140,10 +154,8 @@ def table_page(request: Request, id: str = "") -> HTMLResponse:
     """A table: its columns with profiles and charts, keys, joinable columns, unionable tables, and
     the tables joining on its composite keys."""
     _start(request)
-    try:
-        check_table_id(id)
-    except ValueError as e:
-        return _render(request, "error.html", 400, title="Not a table id", message=f"{id[:200]!r}: {e}")
+    if (refused := _refuse_table_id(request, id)) is not None:
+        return refused
     conn = catalog_of(request)
     try:
         with one_snapshot(conn):
@@ -184,10 +196,8 @@ def table_transform_page(request: Request, id: str = "") -> HTMLResponse:
     transform` with the lake table as the query. Run on request from the table page (a button with
     a progress line), as it reads candidate tables' cells from the lake and takes seconds."""
     _start(request)
-    try:
-        check_table_id(id)
-    except ValueError as e:
-        return _render(request, "error.html", 400, title="Not a table id", message=f"{id[:200]!r}: {e}")
+    if (refused := _refuse_table_id(request, id)) is not None:
+        return refused
     try:
         lookup.table(catalog_of(request), id)
     except UnknownIdError as e:
@@ -197,19 +207,18 @@ def table_transform_page(request: Request, id: str = "") -> HTMLResponse:
 
 def _table_transform_answers(request: Request, table_id: str) -> dict[str, Any]:
     """`search transform` of the lake table `table_id`, itself left out."""
-    if "transform" not in search_kinds():
-        return _answer(error="transformation search is not available")
-    from catalog.search.autojoin.settings import autojoin_settings  # deferred: the search loads when it runs
-    from catalog.search.autojoin.tables import lake_table  # deferred: as above
-    from catalog.search.autojoin.transform import search_transform  # deferred: as above
 
-    settings = request.app.state.settings
-    try:
-        query = lake_table(table_id, settings)
-    except UnknownIdError:  # published, but this server's lake does not hold it (another home's)
-        return _answer(error=f"this server's lake ({settings.lake}) does not hold {table_id}")
-    found = search_transform(query, settings, autojoin_settings(settings), k=TRANSFORM_SHOWN + 1)
-    return _answer([a for a in found if a["table_id"] != table_id][:TRANSFORM_SHOWN])
+    def lake_query(settings: Settings) -> Table:
+        from catalog.search.autojoin.tables import lake_table  # deferred: the search loads when it runs
+
+        try:
+            return lake_table(table_id, settings)
+        except UnknownIdError:  # published, but this server's lake does not hold it (another home's)
+            raise UserError(f"this server's lake ({settings.lake}) does not hold {table_id}") from None
+
+    answers = _transform_search(request, lake_query, TRANSFORM_SHOWN + 1)
+    answers["results"] = [a for a in answers["results"] if a["table_id"] != table_id][:TRANSFORM_SHOWN]
+    return answers
 
 
 @router.get(SEARCH_PATH, response_class=HTMLResponse)
@@ -281,15 +290,25 @@ def _transform_answers(request: Request, form: SearchForm) -> dict[str, Any]:
     candidates' cells from the lake, so seconds: asked for by a checkbox)."""
     if not form.transform:
         return _answer(error=None, skipped=True)
+
+    def uploaded(_: Settings) -> Table:
+        from catalog.search.autojoin.join import Table  # deferred: the search loads when it runs
+
+        return Table.from_rows(*form.table)
+
+    return _transform_search(request, uploaded, form.k)
+
+
+def _transform_search(request: Request, query: Callable[[Settings], Table], k: int) -> dict[str, Any]:
+    """Auto-Join's `search transform` of the table `query` gives (both the upload and a lake
+    table's page ask it): lake tables joining it after a learned transformation, best k."""
     if "transform" not in search_kinds():
         return _answer(error="transformation search is not available")
-    from catalog.search.autojoin.join import Table  # deferred: the search loads when it runs
-    from catalog.search.autojoin.settings import autojoin_settings  # deferred: as above
+    from catalog.search.autojoin.settings import autojoin_settings  # deferred: the search loads when it runs
     from catalog.search.autojoin.transform import search_transform  # deferred: as above
 
     settings = request.app.state.settings
-    query = Table.from_rows(*form.table)
-    return _answer(search_transform(query, settings, autojoin_settings(settings), k=form.k))
+    return _answer(search_transform(query(settings), settings, autojoin_settings(settings), k=k))
 
 
 def _section(search: Any, *args: Any) -> dict[str, Any]:

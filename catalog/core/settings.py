@@ -87,9 +87,6 @@ class IndexSettings:
 
     cells_buckets: int = 16
     joinable_k: int = 20
-    # relate: candidates each column keeps beyond its top joinable_k, so a batch that deletes some can
-    # promote the next ones without recounting the column
-    joinable_reserve: int = 20
     unionable_k: int = 10
     # relate: posting lists longer than this are skipped (answers touching them say exact=false)
     joinable_max_list: int = 1000

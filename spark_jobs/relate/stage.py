@@ -33,8 +33,6 @@ RELATE = UnitSpec(
         joinable.JOINABLE,
         joinable.JOINABLE_CHANGES,
         joinable.JOINABLE_FREQUENT,
-        joinable.JOINABLE_LISTS,
-        joinable.JOINABLE_COLUMNS,
         unionable.UNIONABLE,
         unionable.UNIONABLE_CHANGES,
         unionable.UNIONABLE_CANDIDATES,

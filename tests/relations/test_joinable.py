@@ -110,55 +110,58 @@ def test_batches_that_move_tokens_across_the_list_bound_match_brute_force(spark,
     assert entered and left, f"tokens should cross the bound both ways (up {entered}, down {left})"
 
 
-def _stored_lists(settings):  # type: ignore[no-untyped-def]
-    """(stored lists: column -> [(candidate, overlap)] in rank order, column facts by column)."""
-    store = LakeStore(settings.lake)
-    lists: dict[str, list[tuple[str, int]]] = {}
-    for r in sorted(
-        store.read_arrow(relate_joinable.JOINABLE_LISTS).to_pylist(), key=lambda r: (r["column_id"], r["rank"])
-    ):
-        lists.setdefault(r["column_id"], []).append((r["candidate_column_id"], r["overlap"]))
-    facts = {r["column_id"]: r for r in store.read_arrow(relate_joinable.JOINABLE_COLUMNS).to_pylist()}
-    return lists, facts
+def _changes(settings, batch_id: int) -> set[str]:  # type: ignore[no-untyped-def]
+    rows = LakeStore(settings.lake).read_arrow(relate_joinable.JOINABLE_CHANGES).to_pylist()
+    return {r["column_id"] for r in rows if r["batch_id"] == batch_id}
 
 
-@pytest.mark.parametrize("reserve", [0, 1])
-def test_shallow_stored_lists_stay_exact_prefixes_through_deletes_and_adds(spark, settings, reserve):
-    """With almost no reserve, batches drain lists below k (recounted), merge added columns into
-    incomplete lists only above their last entry, and trim deleted candidates; after every batch
-    each stored list is an exact prefix of the column's bounded candidates (all of them when marked
-    complete, at least k of them otherwise) and gold equals the bounded brute force."""
+def _names(tables: set[str], column: str, rows: list[tuple[str, int, bool]]) -> bool:
+    """Whether `column` or a candidate in `rows` belongs to one of `tables`."""
+    return column.split("#")[0] in tables or any(b.split("#")[0] in tables for b, _, _ in rows)
+
+
+def test_a_batch_relists_exactly_the_columns_whose_list_changed(spark, settings):
+    """After each batch (adds, changes, deletes, tokens crossing the list bound) `joinable_changes`
+    names exactly the columns whose bounded brute-force list differs from the previous one, that
+    gained or lost a list, or whose list names a touched table before or after; every other
+    column keeps its rows from the batch that last changed them."""
     k, max_list = 2, 4
-    index = IndexSettings(cells_buckets=4, joinable_k=k, joinable_reserve=reserve, joinable_max_list=max_list)
-    settings = dataclasses.replace(settings, index=index)
-    rng = random.Random(31 + reserve)
+    settings = dataclasses.replace(
+        settings, index=IndexSettings(cells_buckets=4, joinable_k=k, joinable_max_list=max_list)
+    )
+    rng = random.Random(31)
     tables = {f"s{i}": random_table(rng, f"s{i}", vocab=10) for i in range(9)}
     index_batch(spark, settings, list(tables.values()))
     frequent = frequent_tokens(column_sets(tables.values()), max_list)
-    n_incomplete = 0
-    for step in range(5):
+    lists = bounded_brute_force(column_sets(tables.values()), k, frequent)
+    n_kept = 0
+    for step in range(4):
+        before = gold_joinable(settings)
         added = {f"s{i}": random_table(rng, f"s{i}", vocab=10) for i in rng.sample(range(12), 2)}
         victims = [name for name in rng.sample(sorted(tables), 3) if name not in added][: 1 + step % 2]
         deleted = [tables.pop(name).table_id for name in victims]
+        touched = set(deleted) | {t.table_id for t in added.values()}
         tables.update(added)
-        index_batch(spark, settings, list(added.values()), deleted)
+        batch = index_batch(spark, settings, list(added.values()), deleted)
         sets = column_sets(tables.values())
         frequent = frequent_tokens(sets, max_list, frequent)
+        old_lists, lists = lists, bounded_brute_force(sets, k, frequent)
+
+        expected = {
+            c
+            for c in set(lists) | set(old_lists)
+            if lists.get(c) != old_lists.get(c) or _names(touched, c, lists.get(c, []) + old_lists.get(c, []))
+        }
+        assert _changes(settings, batch.batch_id) == expected, step
+        got = gold_joinable(settings)
         assert {
-            c: [(r["candidate_column_id"], r["overlap"], r["exact"]) for r in rows]
-            for c, rows in gold_joinable(settings).items()
-        } == bounded_brute_force(sets, k, frequent)
-        every = {c: [(b, n) for b, n, _ in rows] for c, rows in bounded_brute_force(sets, len(sets), frequent).items()}
-        lists, facts = _stored_lists(settings)
-        assert set(facts) == set(sets)
-        for column_id, fact in facts.items():
-            stored, full = lists.get(column_id, []), every.get(column_id, [])
-            assert stored == full[: len(stored)], column_id
-            assert len(stored) >= min(k, len(full)) and len(stored) <= k + reserve
-            assert (stored == full) if fact["complete"] else len(stored) >= k
-            assert fact["size"] == len(sets[column_id])
-            n_incomplete += not fact["complete"]
-    assert n_incomplete, "some lists should be cut short for this test to mean anything"
+            c: [(r["candidate_column_id"], r["overlap"], r["exact"]) for r in rows] for c, rows in got.items()
+        } == lists
+        for c in set(got) - expected:
+            assert got[c] == before[c]  # untouched rows, index_version included
+            n_kept += 1
+        assert all(r["index_version"] == batch.batch_id for c in expected & set(got) for r in got[c])
+    assert n_kept, "some lists should stay as they were for this test to mean anything"
 
 
 def test_rerun_of_a_batch_is_a_no_op(spark, settings):

@@ -1,0 +1,189 @@
+"""The precomputed transformation lists through the real pipeline, on both catalog databases: a
+lake built from the real tables the project ships (starwars characters as "Last, First" beside
+the starwars table's "First Last", drag queens with a title, airline labels with their code) is
+crawled and indexed; each list's program equals what Auto-Join learns online for that pair, a
+batch that adds, deletes and edits tables leaves the lists a full recompute makes, and the lookup
+answers by the CLI (`lookup joinable COLUMN --transform`), over HTTP and on the table page."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, delete, select
+
+from catalog.core.identity import file_table_id
+from catalog.core.settings import Settings
+from catalog.db.engine import open_catalog
+from catalog.search.autojoin.join import Table, autojoin
+from catalog.search.autojoin.lists import FROM_CANDIDATE, TO_CANDIDATE, transform_joinable
+from catalog.search.autojoin.models import TransformList
+from catalog.search.autojoin.settings import autojoin_settings
+from catalog.search.autojoin.tables import lake_table
+from spark_jobs.autojoin.publish import refresh_lists, transform_lists_publisher
+from spark_jobs.crawl.land import ParsedTable, land_batch
+from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.commit_point import at_batch
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.profile import tokens as column_tokens
+from spark_jobs.publish import catalog as publish_catalog
+from spark_jobs.publish.catalog import publish_tables
+from tests.autojoin.quality_cases import cases
+from tests.conftest import make_settings
+
+pytestmark = pytest.mark.slow
+
+CHARACTERS = file_table_id("characters.csv")
+STARWARS = file_table_id("starwars.csv")
+Lists = dict[str, list[tuple[Any, ...]]]
+REORDER = 'Concat(SplitSubstr(character, ", ", -1), " ", SplitSubstr(character, ", ", 0))'
+
+
+@dataclass(frozen=True)
+class Lake:
+    """The test lake after its two batches (landed and tokenized, not published: each test
+    publishes them into its own catalog)."""
+
+    home: Path
+    first: ChangeBatch
+    second: ChangeBatch
+
+
+def _parsed(name: str, table: tuple[list[str], list[list[str | None]]], columns: list[str]) -> ParsedTable:
+    """The table's `columns` as a lake table `file:<name>` (the cases' noise columns left out)."""
+    headers, rows = table
+    at = [headers.index(c) for c in columns]
+    return ParsedTable(file_table_id(name), columns, [[r[i] for r in rows] for i in at], name=name)
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory, spark) -> Lake:  # type: ignore[no-untyped-def]
+    """Batch 1: starwars and its characters as "Last, First", drag queens and their titles, airlines
+    and their labels. Batch 2: bakers and their e-mails added, the airline labels deleted, the
+    characters edited (fewer rows). Only the stages the lists read run (bronze, column tokens)."""
+    home = tmp_path_factory.mktemp("autojoin-lists")
+    settings = make_settings(home)
+    store = LakeStore(settings.lake, spark)
+    by_name = {c.name: c for c in cases()}
+    starwars, queens = by_name["starwars last, first"], by_name["queens prefixed"]
+    airlines, bakers = by_name["airline code - name"], by_name["bakers e-mail"]
+    first = [
+        _parsed("starwars.csv", starwars.target, ["name", "height", "mass", "hair_color", "homeworld", "species"]),
+        _parsed("characters.csv", starwars.source, ["character"]),
+        _parsed("queens.csv", queens.target, ["contestant", "season", "age", "hometown"]),
+        _parsed("titles.csv", queens.source, ["title"]),
+        _parsed("airlines.csv", airlines.target, ["name", "carrier"]),
+        _parsed("airline_labels.csv", airlines.source, ["airline"]),
+    ]
+    headers, rows = starwars.source
+    second = [
+        _parsed("bakers.csv", bakers.target, ["baker_full", "baker", "series"]),
+        _parsed("emails.csv", bakers.source, ["email"]),
+        _parsed("characters.csv", (headers, rows[:30]), ["character"]),
+    ]
+    batches = []
+    for added, deleted in ((first, []), (second, [file_table_id("airline_labels.csv")])):
+        batch = land_batch(store, added, deleted, n_buckets=settings.index.cells_buckets)
+        column_tokens.run(spark, settings, batch)
+        batches.append(batch)
+    return Lake(home, batches[0], batches[1])
+
+
+def _lists(conn: Connection) -> Lists:
+    rows = conn.execute(
+        select(TransformList.column_id, TransformList.rank, TransformList.candidate_column_id)
+        .add_columns(TransformList.n_shared, TransformList.program, TransformList.direction)
+        .add_columns(TransformList.coverage, TransformList.fuzzy)
+        .order_by(TransformList.column_id, TransformList.rank)
+    ).tuples()
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    for column_id, *row in rows:
+        out.setdefault(column_id, []).append((*row[:-1], bool(row[-1])))
+    return out
+
+
+def _publish(settings: Settings, batch: ChangeBatch) -> tuple[Lists, Lists, dict[str, Any]]:
+    """Publish `batch` (tables, then the lists); returns the lists as published, as a full recompute
+    of the lake at that batch makes them (in a transaction rolled back), and the publish's counts."""
+    counts = publish_catalog.run(None, settings, batch, [publish_tables, transform_lists_publisher(settings)])
+    engine = open_catalog(settings.catalog_url)
+    with engine.connect() as conn:
+        published = _lists(conn)
+    with engine.connect() as conn, conn.begin() as transaction:
+        conn.execute(delete(TransformList))
+        full_counts = refresh_lists(conn, at_batch(LakeStore(settings.lake), batch.batch_id), settings, None)
+        full = _lists(conn)
+        transaction.rollback()
+    assert full_counts["autojoin_lists_pending"] == 0
+    return published, full, counts
+
+
+def _online(settings: Settings, column_id: str, candidate_id: str) -> tuple[str | None, str | None, int]:
+    """(program, direction, coverage) that `autojoin` learns online for the pair: its two columns
+    as one-column tables, read from the lake, in the pair's one order (column ids sorted)."""
+
+    def side(cid: str) -> Table:
+        table_id, header = cid.split("#", 1)
+        table = lake_table(table_id, settings)
+        return Table((header,), (table.columns[table.headers.index(header)],))
+
+    first, second = sorted((column_id, candidate_id))
+    result = autojoin(side(first), side(second), autojoin_settings(settings))
+    if result.program is None:
+        return None, None, 0
+    reads = second if result.reversed else first
+    return str(result.program), TO_CANDIDATE if reads == column_id else FROM_CANDIDATE, result.coverage
+
+
+@pytest.fixture
+def published(lake: Lake, catalog_url: str) -> Iterator[tuple[Settings, Lists, Lists, dict[str, Any]]]:
+    """The test lake's two batches published into an empty catalog (both databases): the lists
+    after the second batch, those of a full recompute, and the second publish's counts."""
+    settings = make_settings(lake.home, catalog_url=catalog_url)
+    published, full, _counts = _publish(settings, lake.first)
+    assert published == full and len(published) > 5
+    published, full, counts = _publish(settings, lake.second)
+    yield settings, published, full, counts
+
+
+def test_a_batch_leaves_the_lists_a_full_recompute_makes(
+    published: tuple[Settings, Lists, Lists, dict[str, Any]],
+) -> None:
+    settings, lists, full, counts = published
+    assert lists == full
+    assert not any(c.startswith(file_table_id("airline_labels.csv")) for c in lists)
+    emails = lists[f"{file_table_id('emails.csv')}#email"]
+    assert any(r[1] == f"{file_table_id('bakers.csv')}#baker_full" and r[3] is not None for r in emails[1:])
+    # the batch learned only the pairs of its tables: fewer than a full recompute learns
+    with open_catalog(settings.catalog_url).connect() as conn, conn.begin() as transaction:
+        conn.execute(delete(TransformList))
+        everything = refresh_lists(conn, LakeStore(settings.lake), settings, None)["autojoin_pairs_learned"]
+        transaction.rollback()
+    assert 0 < counts["autojoin_pairs_learned"] < everything
+
+
+def test_each_program_is_what_autojoin_learns_online_for_the_pair(
+    published: tuple[Settings, Lists, Lists, dict[str, Any]],
+) -> None:
+    settings, lists, _full, _counts = published
+    learned = 0
+    for column_id, rows in lists.items():
+        for _rank, candidate, _n, program, direction, coverage, _fuzzy in rows[1:]:
+            assert (program, direction, coverage) == _online(settings, column_id, candidate)
+            learned += program is not None
+    assert learned >= 3
+    # numeric-only columns have no list; the reordered names find the starwars names first
+    assert f"{STARWARS}#height" not in lists and f"{STARWARS}#name" in lists
+    with open_catalog(settings.catalog_url).connect() as conn:
+        answers = transform_joinable(conn, f"{CHARACTERS}#character")
+    assert (answers[0].column_id, answers[0].program, answers[0].direction) == (
+        f"{STARWARS}#name",
+        REORDER,
+        TO_CANDIDATE,
+    )
+    # the same program and coverage as `autojoin` of the whole tables
+    whole = autojoin(lake_table(CHARACTERS, settings), lake_table(STARWARS, settings), autojoin_settings(settings))
+    assert (str(whole.program), whole.coverage) == (answers[0].program, answers[0].coverage)

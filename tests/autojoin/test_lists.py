@@ -7,32 +7,38 @@ answers by the CLI (`lookup joinable COLUMN --transform`), over HTTP and on the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
+from markupsafe import escape
 from sqlalchemy import Connection, delete, select
 
+from catalog.api.app import create_app
+from catalog.cli.main import main
+from catalog.core.errors import UserError
 from catalog.core.identity import file_table_id
 from catalog.core.settings import Settings
 from catalog.db.engine import open_catalog
 from catalog.search.autojoin.join import Table, autojoin
-from catalog.search.autojoin.lists import FROM_CANDIDATE, TO_CANDIDATE, transform_joinable
+from catalog.search.autojoin.lists import FROM_CANDIDATE, PENDING, TO_CANDIDATE, transform_joinable
 from catalog.search.autojoin.models import TransformList
 from catalog.search.autojoin.settings import autojoin_settings
 from catalog.search.autojoin.tables import lake_table
 from spark_jobs.autojoin.publish import refresh_lists, transform_lists_publisher
 from spark_jobs.crawl.land import ParsedTable, land_batch
 from spark_jobs.lake.batches import ChangeBatch
-from spark_jobs.lake.commit_point import at_batch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile import tokens as column_tokens
 from spark_jobs.publish import catalog as publish_catalog
 from spark_jobs.publish.catalog import publish_tables
 from tests.autojoin.quality_cases import cases
-from tests.conftest import make_settings
+from tests.conftest import _pg_schema_url, cli_home, make_settings
 
 pytestmark = pytest.mark.slow
 
@@ -44,8 +50,8 @@ REORDER = 'Concat(SplitSubstr(character, ", ", -1), " ", SplitSubstr(character, 
 
 @dataclass(frozen=True)
 class Lake:
-    """The test lake after its two batches (landed and tokenized, not published: each test
-    publishes them into its own catalog)."""
+    """The test lake after its two batches (landed and tokenized, not published: `published`
+    publishes them into a catalog on each database)."""
 
     home: Path
     first: ChangeBatch
@@ -77,6 +83,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory, spark) -> Lake:  # type: igno
         _parsed("titles.csv", queens.source, ["title"]),
         _parsed("airlines.csv", airlines.target, ["name", "carrier"]),
         _parsed("airline_labels.csv", airlines.source, ["airline"]),
+        _parsed("economics.csv", by_name["economics date us"].target, ["pce", "pop"]),  # numbers only
     ]
     headers, rows = starwars.source
     second = [
@@ -105,20 +112,21 @@ def _lists(conn: Connection) -> Lists:
     return out
 
 
-def _publish(settings: Settings, batch: ChangeBatch) -> tuple[Lists, Lists, dict[str, Any]]:
-    """Publish `batch` (tables, then the lists); returns the lists as published, as a full recompute
-    of the lake at that batch makes them (in a transaction rolled back), and the publish's counts."""
-    counts = publish_catalog.run(None, settings, batch, [publish_tables, transform_lists_publisher(settings)])
-    engine = open_catalog(settings.catalog_url)
-    with engine.connect() as conn:
-        published = _lists(conn)
-    with engine.connect() as conn, conn.begin() as transaction:
+def _publish(settings: Settings, batch: ChangeBatch) -> dict[str, Any]:
+    """Publish `batch` as the pipeline's publish does, with the publishers the lists need (the
+    tables and columns, then the lists)."""
+    return publish_catalog.run(None, settings, batch, [publish_tables, transform_lists_publisher(settings)])
+
+
+def _full_recompute(settings: Settings) -> tuple[Lists, dict[str, int]]:
+    """The lists a full recompute of the lake makes (in a transaction rolled back), and its counts."""
+    with open_catalog(settings.catalog_url).connect() as conn, conn.begin() as transaction:
         conn.execute(delete(TransformList))
-        full_counts = refresh_lists(conn, at_batch(LakeStore(settings.lake), batch.batch_id), settings, None)
+        counts = refresh_lists(conn, LakeStore(settings.lake), settings, None)
         full = _lists(conn)
         transaction.rollback()
-    assert full_counts["autojoin_lists_pending"] == 0
-    return published, full, counts
+    assert counts["autojoin_lists_pending"] == 0
+    return full, counts
 
 
 def _online(settings: Settings, column_id: str, candidate_id: str) -> tuple[str | None, str | None, int]:
@@ -138,37 +146,69 @@ def _online(settings: Settings, column_id: str, candidate_id: str) -> tuple[str 
     return str(result.program), TO_CANDIDATE if reads == column_id else FROM_CANDIDATE, result.coverage
 
 
-@pytest.fixture
-def published(lake: Lake, catalog_url: str) -> Iterator[tuple[Settings, Lists, Lists, dict[str, Any]]]:
-    """The test lake's two batches published into an empty catalog (both databases): the lists
-    after the second batch, those of a full recompute, and the second publish's counts."""
-    settings = make_settings(lake.home, catalog_url=catalog_url)
-    published, full, _counts = _publish(settings, lake.first)
-    assert published == full and len(published) > 5
-    published, full, counts = _publish(settings, lake.second)
-    yield settings, published, full, counts
+@dataclass(frozen=True)
+class Published:
+    """The test lake's two batches published into an empty catalog: the lists after the second
+    batch and its publish's counts, and a full recompute's lists and counts."""
+
+    settings: Settings
+    lists: Lists
+    counts: dict[str, Any]
+    full: Lists
+    full_counts: dict[str, int]
 
 
-def test_a_batch_leaves_the_lists_a_full_recompute_makes(
-    published: tuple[Settings, Lists, Lists, dict[str, Any]],
-) -> None:
-    settings, lists, full, counts = published
-    assert lists == full
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def published(request: pytest.FixtureRequest, lake: Lake, tmp_path_factory: pytest.TempPathFactory) -> Published:
+    """The lake published once per database (the tests only read it, or roll back what they write)."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('catalog') / 'catalog.db'}"
+    else:
+        url = _pg_schema_url(request.getfixturevalue("pg_database"))
+    settings = make_settings(lake.home, catalog_url=url)
+    _publish(settings, lake.first)
+    counts = _publish(settings, lake.second)
+    with open_catalog(settings.catalog_url).connect() as conn:
+        lists = _lists(conn)
+    full, full_counts = _full_recompute(settings)
+    return Published(settings, lists, counts, full, full_counts)
+
+
+def test_a_batch_leaves_the_lists_a_full_recompute_makes(published: Published) -> None:
+    lists = published.lists
+    assert lists == published.full
     assert not any(c.startswith(file_table_id("airline_labels.csv")) for c in lists)
     emails = lists[f"{file_table_id('emails.csv')}#email"]
     assert any(r[1] == f"{file_table_id('bakers.csv')}#baker_full" and r[3] is not None for r in emails[1:])
     # the batch learned only the pairs of its tables: fewer than a full recompute learns
+    assert 0 < published.counts["autojoin_pairs_learned"] < published.full_counts["autojoin_pairs_learned"]
+
+
+def test_lists_over_the_work_bound_wait_and_the_next_publish_learns_them(published: Published) -> None:
+    settings, lists = published.settings, published.lists
+    bounded = dataclasses.replace(settings, index=settings.index.with_family("autojoin", list_max_pairs=2))
+    subject = f"{CHARACTERS}#character"
     with open_catalog(settings.catalog_url).connect() as conn, conn.begin() as transaction:
         conn.execute(delete(TransformList))
-        everything = refresh_lists(conn, LakeStore(settings.lake), settings, None)["autojoin_pairs_learned"]
+        counts = refresh_lists(conn, LakeStore(settings.lake), bounded, None)
+        assert counts["autojoin_pairs_learned"] <= 2 and counts["autojoin_lists_pending"] > 0
+        waiting = _lists(conn)
+        assert all(
+            len(rows) == 1 and rows[0][5] == PENDING
+            for c, rows in waiting.items()
+            if c not in lists or rows != lists[c]
+        )
+        if waiting[subject][0][5] == PENDING:
+            with pytest.raises(UserError, match="not precomputed yet"):
+                transform_joinable(conn, subject)
+        # the next publish within the bound (no table touched) learns the waiting lists
+        refresh_lists(conn, LakeStore(settings.lake), settings, ())
+        assert _lists(conn) == lists
         transaction.rollback()
-    assert 0 < counts["autojoin_pairs_learned"] < everything
 
 
-def test_each_program_is_what_autojoin_learns_online_for_the_pair(
-    published: tuple[Settings, Lists, Lists, dict[str, Any]],
-) -> None:
-    settings, lists, _full, _counts = published
+def test_each_program_is_what_autojoin_learns_online_for_the_pair(published: Published) -> None:
+    settings, lists = published.settings, published.lists
     learned = 0
     for column_id, rows in lists.items():
         for _rank, candidate, _n, program, direction, coverage, _fuzzy in rows[1:]:
@@ -187,3 +227,47 @@ def test_each_program_is_what_autojoin_learns_online_for_the_pair(
     # the same program and coverage as `autojoin` of the whole tables
     whole = autojoin(lake_table(CHARACTERS, settings), lake_table(STARWARS, settings), autojoin_settings(settings))
     assert (str(whole.program), whole.coverage) == (answers[0].program, answers[0].coverage)
+
+
+def test_lookup_joinable_transform_by_cli_http_and_table_page(
+    published: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = published.settings
+    cli_home(tmp_path, monkeypatch, settings.catalog_url, "")
+    subject = f"{CHARACTERS}#character"
+    with open_catalog(settings.catalog_url).connect() as conn:
+        expected = [dataclasses.asdict(a) for a in transform_joinable(conn, subject)]
+    assert main(["lookup", "joinable", subject, "--transform", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == expected
+    assert main(["lookup", "joinable", subject, "--transform"]) == 0
+    text = capsys.readouterr().out
+    assert REORDER in text and f"{STARWARS}" in text and "to_candidate" in text
+    # errors: one line, exit 2
+    bad = [
+        (["lookup", "joinable", f"{CHARACTERS}#nowhere", "--transform"], "unknown column_id"),
+        (["lookup", "joinable", f"{file_table_id('economics.csv')}#pce", "--transform"], "only textual columns"),
+        (["lookup", "joinable", subject, "--transform", "--semantic"], "--transform goes with"),
+        (["lookup", "table", CHARACTERS, "--transform"], "--transform goes with"),
+        (["lookup", "joinable", subject, "--transform", "--k", "0"], "--k must be"),
+    ]
+    for argv, message in bad:
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, (argv, err)
+
+    with TestClient(create_app(settings)) as client:
+        answer = client.get(f"/v1/joinable/{subject.replace('#', '%23')}", params={"transform": "true"})
+        assert answer.status_code == 200 and answer.json()["items"] == expected
+        unknown = client.get(f"/v1/joinable/{CHARACTERS}%23nowhere", params={"transform": "true"})
+        assert unknown.status_code == 404
+        both = client.get(
+            f"/v1/joinable/{subject.replace('#', '%23')}", params={"transform": "true", "semantic": "true"}
+        )
+        assert both.status_code == 422
+        # a listed table shows its precomputed joins instead of the on-request button
+        page = client.get("/table", params={"id": CHARACTERS}).text
+        assert 'action="/table/transform"' not in page
+        rows = re.findall(r'<tr data-column-id="([^"]*)"><td>character</td>', page)
+        assert rows[0] == f"{STARWARS}#name" and str(escape(REORDER)) in page
+        # a table with no list (numbers only) keeps the button
+        assert 'action="/table/transform"' in client.get("/table", params={"id": file_table_id("economics.csv")}).text

@@ -68,8 +68,8 @@ async def read_joinable(
         raise RequestValidationError([{"loc": ("query", "transform"), "msg": msg, "type": "value_error"}])
     if transform:
         _check("column_id", column_id, check_column_id)
-        answers = transform_joinable(catalog_of(request), column_id, k, offset=offset)
-        return page_response(answers, offset, k)
+        transforms = transform_joinable(catalog_of(request), column_id, k, offset=offset)
+        return page_response(transforms, offset, k)
     if semantic:
         _check("column_id", column_id, check_column_id)
         answers = semantic_joinable(catalog_of(request), column_id, k, offset=offset)

@@ -1,9 +1,11 @@
 """The precomputed transformation lists through the real pipeline, on both catalog databases: a
 lake built from the real tables the project ships (starwars characters as "Last, First" beside
 the starwars table's "First Last", drag queens with a title, airline labels with their code) is
-crawled and indexed; each list's program equals what Auto-Join learns online for that pair, a
-batch that adds, deletes and edits tables leaves the lists a full recompute makes, and the lookup
-answers by the CLI (`lookup joinable COLUMN --transform`), over HTTP and on the table page."""
+landed as a crawl lands it and tokenized by Spark, then published; each list's program equals
+what Auto-Join learns online for that pair, a batch that adds, deletes and edits tables leaves the
+lists a full recompute makes (a publish killed before its commit leaves the previous ones), and
+the lookup answers by the CLI (`lookup joinable COLUMN --transform`), over HTTP and on the table
+page."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from catalog.search.autojoin.settings import autojoin_settings
 from catalog.search.autojoin.tables import lake_table
 from spark_jobs.autojoin.publish import refresh_lists, transform_lists_publisher
 from spark_jobs.crawl.land import ParsedTable, land_batch
+from spark_jobs.lake import faults
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile import tokens as column_tokens
@@ -167,6 +170,14 @@ def published(request: pytest.FixtureRequest, lake: Lake, tmp_path_factory: pyte
         url = _pg_schema_url(request.getfixturevalue("pg_database"))
     settings = make_settings(lake.home, catalog_url=url)
     _publish(settings, lake.first)
+    with open_catalog(settings.catalog_url).connect() as conn:
+        first = _lists(conn)
+    # the second publish killed after its lists were made, before its commit: the first batch's
+    # lists stay whole, and the rerun makes the second's
+    with faults.injected("publish:batch"), pytest.raises(faults.InjectedFault):
+        _publish(settings, lake.second)
+    with open_catalog(settings.catalog_url).connect() as conn:
+        assert _lists(conn) == first
     counts = _publish(settings, lake.second)
     with open_catalog(settings.catalog_url).connect() as conn:
         lists = _lists(conn)

@@ -95,8 +95,8 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         elif args.kind == "joinable" and args.transform:
             from catalog.search.autojoin.lists import transform_joinable  # deferred: as above
 
-            answers = transform_joinable(session.connection(), args.id, args.k, offset=args.offset)
-            emit(answers, as_json=args.json, columns=TRANSFORM_COLUMNS)
+            transforms = transform_joinable(session.connection(), args.id, args.k, offset=args.offset)
+            emit(transforms, as_json=args.json, columns=TRANSFORM_COLUMNS)
         elif args.kind == "joinable":
             emit(
                 lookup.joinable(session, args.id, args.k, offset=args.offset),

@@ -29,6 +29,7 @@ from catalog.core.errors import UnknownIdError, UserError
 from catalog.core.identity import normalize_token
 from catalog.db.engine import one_snapshot
 from catalog.lake_state import lake_state
+from catalog.search.autojoin.lists import transform_lists
 from catalog.search.family import JoinRequest, join_methods, search_kinds
 from catalog.search.mate.lists import nary_lists
 from catalog.search.pexeso.lists import semantic_lists
@@ -165,6 +166,7 @@ def table_page(request: Request, id: str = "") -> HTMLResponse:
             profiles = {c.column_id: _profile_or_none(conn, c.column_id) for c in columns}
             joinable = {c.column_id: lookup.joinable(conn, c.column_id, k=JOINABLE_SHOWN) for c in columns}
             semantic = semantic_lists(conn, id, k=JOINABLE_SHOWN)
+            transform = transform_lists(conn, id, k=JOINABLE_SHOWN)
             unionable = lookup.unionable(conn, id, k=UNIONABLE_SHOWN)
             nary = nary_lists(conn, id, k=UNIONABLE_SHOWN)
     except UnknownIdError as e:
@@ -184,6 +186,7 @@ def table_page(request: Request, id: str = "") -> HTMLResponse:
         charts=charts,
         joinable=joinable,
         semantic=semantic,
+        transform=transform,
         unionable=unionable,
         nary=nary,
         graph=graph,

@@ -31,6 +31,7 @@ from catalog.core.logs import log_context
 from catalog.core.settings import Settings
 from catalog.db.engine import open_catalog, session_scope
 from catalog.db.models import CatalogColumn, CatalogTable, PublishRun
+from spark_jobs.autojoin.publish import transform_lists_publisher
 from spark_jobs.family import Publisher, pipeline_families
 from spark_jobs.lake import faults
 from spark_jobs.lake.batches import ChangeBatch
@@ -91,8 +92,9 @@ def publish_tables(session: Session, store: LakeStore, batch: ChangeBatch) -> di
     return {"n_tables_removed": len(touched), "n_tables": 0 if rows is None else rows.num_rows, "n_columns": n_columns}
 
 
-def batch_publishers() -> list[Publisher]:
-    """The publishers of a batch, in order: tables, profiles, keys, each index family, the lists."""
+def batch_publishers(settings: Settings) -> list[Publisher]:
+    """The publishers of a batch, in order: tables, profiles, keys, each index family, the lists
+    (the transformation lists last: they read the tables and columns just published)."""
     return [
         publish_tables,
         publish_profiles,
@@ -100,6 +102,7 @@ def batch_publishers() -> list[Publisher]:
         *(f.publish for f in pipeline_families()),
         publish_joinable,
         publish_unionable,
+        transform_lists_publisher(settings),
     ]
 
 
@@ -119,7 +122,7 @@ def run(
         counts: dict[str, Any] = {}
         started = dt.datetime.now(dt.UTC)
         seconds: dict[str, float] = {}
-        for publisher in publishers or batch_publishers():
+        for publisher in publishers or batch_publishers(settings):
             t0 = time.perf_counter()
             counts.update(publisher(session, store, batch))
             seconds[_publisher_name(publisher)] = round(time.perf_counter() - t0, 3)
@@ -152,6 +155,7 @@ def publish_rebuilt(settings: Settings, spark: SparkSession | None = None) -> di
         for family in pipeline_families():
             counts.update(family.publish(session, store, None))
         counts.update(publish_all_relations(session, store))
+        counts.update(transform_lists_publisher(settings)(session, store, None))
         faults.checkpoint("publish:rebuild")
     log.info("rebuild published", extra=counts)
     return counts

@@ -68,7 +68,7 @@ def test_search_transform_finds_the_table_and_its_program(home: Path, capsys: py
     assert file_table_id("codes.csv") not in {a["table_id"] for a in answers}
     assert main(["search", "transform", "--csv", str(query), "--k", "0"]) == 2
 
-    # the table page runs the same search with a lake table as the query, itself left out
+    # the table's transformation page runs the same search with a lake table as the query, itself left out
     shutil.copy(query, home / "files" / "query.csv")
     assert main(["crawl", "--dir", str(home / "files"), "--no-progress"]) == 0
     assert main(["index"]) == 0
@@ -77,7 +77,12 @@ def test_search_transform_finds_the_table_and_its_program(home: Path, capsys: py
     lake_query = file_table_id("query.csv")
     expected = [(a["table_id"], str(a["coverage"])) for a in json.loads(capsys.readouterr().out)]
     with TestClient(create_app(load_settings(cwd=home))) as client:
-        assert 'action="/table/transform"' in client.get("/table", params={"id": lake_query}).text
+        # the table is listed (`lake_index` precomputed its transformation lists): its page shows the
+        # directory's join instead of the on-request button (the pair's program, learned in column-id
+        # order, reads the directory: docs/algorithms/autojoin.md)
+        listed = client.get("/table", params={"id": lake_query}).text
+        assert 'action="/table/transform"' not in listed
+        assert f'<tr data-column-id="{file_table_id("directory.csv")}#full"><td>name</td>' in listed
         page = client.get("/table/transform", params={"id": lake_query})
         assert page.status_code == 200 and str(escape(answers[0]["program"])) in page.text
         rows = re.findall(r'<tr data-table-id="([^"]*)" data-coverage="(\d+)">', page.text)

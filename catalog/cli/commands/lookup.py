@@ -26,6 +26,7 @@ JOINABLE_COLUMNS = (
 UNIONABLE_COLUMNS = ("rank", "table_id", "score", "n_aligned", "alignment", "exact")
 NARY_COLUMNS = ("rank", "table_id", "joinability", "mapping")
 SEMANTIC_COLUMNS = ("rank", "table_id", "column", "n_matched", "joinability")
+TRANSFORM_COLUMNS = ("rank", "table_id", "column", "coverage", "direction", "program")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,6 +47,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="joinable only: the columns ID joins with in embedding space (despite typos, case, punctuation) "
         "that its exact list does not hold (PEXESO's precomputed list)",
     )
+    p.add_argument(
+        "--transform",
+        action="store_true",
+        help="joinable only: the columns ID joins with after a transformation, each with the program "
+        "Auto-Join learned and its coverage (the precomputed transformation list)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(handler=run)
 
@@ -59,6 +66,8 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         raise UserError("--key goes with `lookup joinable TABLE_ID`")
     if args.semantic and (args.kind != "joinable" or args.key is not None):
         raise UserError("--semantic goes with `lookup joinable COLUMN_ID` (and not with --key)")
+    if args.transform and (args.kind != "joinable" or args.key is not None or args.semantic):
+        raise UserError("--transform goes with `lookup joinable COLUMN_ID` (and not with --key or --semantic)")
     with session_scope(ctx.engine) as session:
         if args.kind == "table":
             emit(lookup.table(session, args.id), as_json=args.json)
@@ -83,6 +92,11 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
 
             columns = semantic_joinable(session.connection(), args.id, args.k, offset=args.offset)
             emit(columns, as_json=args.json, columns=SEMANTIC_COLUMNS)
+        elif args.kind == "joinable" and args.transform:
+            from catalog.search.autojoin.lists import transform_joinable  # deferred: as above
+
+            transforms = transform_joinable(session.connection(), args.id, args.k, offset=args.offset)
+            emit(transforms, as_json=args.json, columns=TRANSFORM_COLUMNS)
         elif args.kind == "joinable":
             emit(
                 lookup.joinable(session, args.id, args.k, offset=args.offset),

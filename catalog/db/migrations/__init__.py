@@ -4,4 +4,4 @@
 Alembic and parsing every script on each command; a test checks it against Alembic's own answer.
 """
 
-HEAD = "0012_pexeso_lists"
+HEAD = "0013_autojoin_lists"

@@ -1,13 +1,15 @@
-"""Auto-Join's serving half as an index family: no catalog tables and no index of its own (it
-learns from the tables it is given); `juncture autojoin` and POST /v1/autojoin call
-`join.autojoin`, and `juncture search transform` looks for lake tables a query table joins with
-after a transformation (`transform.py`). The search code loads when a search runs."""
+"""Auto-Join's serving half as an index family: no index of its own (it learns from the tables it
+is given; its catalog tables hold the precomputed transformation lists, `lists.py`); `juncture
+autojoin` and POST /v1/autojoin call `join.autojoin`, and `juncture search transform` looks for
+lake tables a query table joins with after a transformation (`transform.py`). The search code
+loads when a search runs."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from catalog.search.autojoin.models import AutojoinMeta, TransformList
 from catalog.search.family import SearchFamily, SearchKind
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ def _run(args: argparse.Namespace, conn: Connection) -> list[dict[str, Any]]:
 
 FAMILY = SearchFamily(
     name="autojoin",
+    models=(TransformList, AutojoinMeta),
     kinds=(
         SearchKind(
             "transform",

@@ -47,6 +47,18 @@ class AutojoinSettings:
     fuzzy: bool = True
     fuzzy_max_distance: float = 0.5
     fuzzy_max_values: int = 100_000
+    # precomputed transformation lists (`lists.py`, published by `lake_index`): each textual
+    # column's best `list_candidates` columns by rare q-grams shared (at least `list_min_shared`)
+    # among the first `list_tokens` tokens of each column, those sharing `list_max_exact` or more of
+    # the smaller sample exactly left out (an equi-join finds them); at most `list_max_pairs` pairs
+    # learned per publish; columns of tables over `list_max_rows` rows are not candidates
+    list_candidates: int = 3
+    list_tokens: int = 64
+    list_min_shared: int = 4
+    list_max_df: int = 10
+    list_max_exact: float = 0.5
+    list_max_pairs: int = 200
+    list_max_rows: int = 200_000
 
     def __post_init__(self) -> None:
         checks = {
@@ -70,6 +82,13 @@ class AutojoinSettings:
             "max_columns": self.max_columns >= 1,
             "fuzzy_max_distance": 0.0 <= self.fuzzy_max_distance < 1.0,
             "fuzzy_max_values": self.fuzzy_max_values >= 0,
+            "list_candidates": 1 <= self.list_candidates <= 50,
+            "list_tokens": self.list_tokens >= 1,
+            "list_min_shared": self.list_min_shared >= 1,
+            "list_max_df": self.list_max_df >= 2,
+            "list_max_exact": 0.0 < self.list_max_exact <= 1.0,
+            "list_max_pairs": self.list_max_pairs >= 0,
+            "list_max_rows": self.list_max_rows >= 1,
         }
         for key, ok in checks.items():
             if not ok:

@@ -5,6 +5,7 @@ from bronze `cells` with delta-rs (no Spark): one bucket, one table_id."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,15 +59,22 @@ def lake_table(table_id: str, settings: Settings) -> Table:
     bucket = table_bucket(table_id, settings.index.cells_buckets)
     cells = store.read_arrow(CELLS, columns=["table_id", "row", "col", "value"], where={"bucket": [bucket]})
     cells = cells.filter(pc.equal(cells["table_id"], table_id))
+    columns = cells_columns(cells, range(1, len(headers) + 1))
+    return Table(tuple(headers), tuple(columns[p] for p in range(1, len(headers) + 1)))
+
+
+def cells_columns(cells: pa.Table, positions: Iterable[int]) -> dict[int, pa.Array]:
+    """One table's columns at `positions` (1-based) from its bronze cells (row, col, value), as
+    landed: rows in file order up to the table's last row, empty cells null."""
     rows = cells["row"].to_numpy()
     cols = cells["col"].to_numpy()
     n = int(rows.max()) + 1 if len(rows) else 0
-    columns = []
-    for position in range(1, len(headers) + 1):
+    columns = {}
+    for position in positions:
         mine = cols == position
         index = np.full(n, -1, np.int64)
         index[rows[mine]] = np.nonzero(mine)[0]
         values = cells["value"].take(pa.array(np.where(index >= 0, index, 0))) if len(cells) else pa.nulls(n)
         values = pc.if_else(pa.array(index >= 0), values, pa.scalar(None, pa.string()))
-        columns.append(pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values))
-    return Table(tuple(headers), tuple(columns))
+        columns[position] = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
+    return columns

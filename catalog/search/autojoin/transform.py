@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from catalog.search.autojoin.candidates import first_tokens
 from catalog.search.autojoin.join import Table, autojoin
 from catalog.search.autojoin.qgrams import column_grams
 from catalog.search.autojoin.settings import AutojoinSettings
@@ -108,13 +109,4 @@ def _lake_tokens(settings: Settings, per_column: int) -> pa.Table | None:
     store = LakeStore(settings.lake)
     if not store.exists(COLUMN_TOKENS):
         return None
-    tokens = store.read_arrow(COLUMN_TOKENS, columns=["column_id", "token"])
-    tokens = tokens.filter(pc.is_valid(tokens["token"]))
-    if tokens.num_rows == 0:
-        return tokens
-    tokens = tokens.take(pc.sort_indices(tokens, [("column_id", "ascending"), ("token", "ascending")]))
-    ids = tokens["column_id"].to_numpy(zero_copy_only=False)
-    new = np.concatenate(([True], ids[1:] != ids[:-1]))
-    group_start = np.maximum.accumulate(np.where(new, np.arange(len(ids)), 0))
-    keep = (np.arange(len(ids)) - group_start) < per_column
-    return tokens.filter(pa.array(keep))
+    return first_tokens(store.read_arrow(COLUMN_TOKENS, columns=["column_id", "token"]), per_column)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from catalog.api.app import create_app
 from catalog.cli.main import main
@@ -27,12 +27,15 @@ from catalog.search.pexeso.index import pexeso_embedder
 from catalog.search.pexeso.lists import LIST_K, LIST_T, LIST_TAU
 from catalog.search.pexeso.models import PexesoColumn
 from catalog.search.pexeso.search import distance_rows, need_count
+from catalog.search.pexeso.source import partitions
 from spark_jobs.lake.store import LakeStore
 from tests.conftest import cli_home
 
 pytestmark = pytest.mark.slow
 
 Table = tuple[str, list[str], list[list[str]]]
+# a memory budget that cuts this lake's index into several partitions of a few columns each
+SMALL_BUDGET_MB = 0.2
 SYLLABLES = ["ka", "lo", "mi", "ber", "to", "san", "vel", "ro", "da", "nor", "qui", "st", "el", "pa"]
 
 
@@ -104,11 +107,11 @@ def _oracle(folder: Path, query: list[str], tau: float, threshold: float) -> lis
     return sorted(out)
 
 
-def _semantic(home: Path, query: list[str], tau: float, threshold: float, method: str, capsys) -> list:  # type: ignore[no-untyped-def]
+def _semantic(home: Path, query: list[str], tau: float, threshold: float, method: str, capsys, *extra: str) -> list:  # type: ignore[no-untyped-def]
     (home / "q.txt").write_text("\n".join(query) + "\n", encoding="utf-8")
     capsys.readouterr()
     args = ["search", "semantic", "--values", str(home / "q.txt"), "--tau", str(tau), "--T", str(threshold)]
-    assert main([*args, "--method", method, "--k", "1000", "--json"]) == 0
+    assert main([*args, "--method", method, "--k", "1000", "--json", *extra]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["n_matched"] for r in rows] == sorted((r["n_matched"] for r in rows), reverse=True)
     assert all(r["exact"] and r["examples"] for r in rows)
@@ -123,6 +126,9 @@ def _check(home: Path, queries: list[list[str]], capsys) -> None:  # type: ignor
             found += len(expected)
             for method in METHODS:
                 assert _semantic(home, query, tau, threshold, method, capsys) == expected, (method, tau, threshold)
+            # the index loaded a few columns at a time (SMALL_BUDGET_MB: several partitions)
+            got = _semantic(home, query, tau, threshold, "pexeso", capsys, "--memory-budget", str(SMALL_BUDGET_MB))
+            assert got == expected, (tau, threshold)
     assert found
 
 
@@ -172,6 +178,9 @@ def test_semantic_search_through_the_pipeline_equals_the_oracle(home: Path, cata
     assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
     assert main(["index"]) == 0
     _check(home, queries, capsys)
+    with open_catalog(catalog_url).connect() as conn:
+        n_columns = conn.execute(select(func.count()).select_from(PexesoColumn)).scalar_one()
+        assert 2 < len(partitions(conn, SMALL_BUDGET_MB).ranges) < n_columns  # several, some with many columns
     assert _check_lists(home, capsys)
     pivots = LakeStore(load_settings().lake).read_arrow("pexeso_state").to_pylist()[0]["pivots"]
 

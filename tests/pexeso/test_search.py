@@ -4,6 +4,7 @@ selections, random ADD/DELETE batches; the lemmas never drop a true match (prope
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -16,7 +17,14 @@ from catalog.core.errors import EmbedderMismatchError, UserError
 from catalog.search.pexeso import search as pexeso_search
 from catalog.search.pexeso.grid import leaf_keys
 from catalog.search.pexeso.index import PEXESO_EMBEDDER, ColumnRef, ColumnVectors, IndexShape, PexesoIndex, embed_column
-from catalog.search.pexeso.search import EmptyQueryError, Query, distance_rows, need_count, search
+from catalog.search.pexeso.search import (
+    EmptyQueryError,
+    Query,
+    distance_rows,
+    need_count,
+    search,
+    search_partitions,
+)
 from tests.pexeso.lake import SPEC, clustered_lake, clustered_query, oracle, unit
 
 
@@ -136,6 +144,31 @@ def test_random_add_and_delete_batches_answer_as_a_fresh_index_and_brute_force()
         assert _answers(rebuilt, query, tau, threshold, "pexeso") == expected
     with pytest.raises(ValueError, match="already indexed"):
         index.add(held[-1:])
+
+
+@pytest.mark.parametrize("method", ["pexeso", "brute"])
+def test_an_index_searched_in_partitions_answers_as_the_whole_index(method: str) -> None:
+    """Columns cut into consecutive partitions (the memory budget's shape: whole columns, shared
+    pivots), each searched alone: the merged answers and their order equal the whole index's and
+    the oracle's, with and without k."""
+    rng = np.random.default_rng(9)
+    centres = rng.standard_normal((5, SPEC.dimension))
+    lake = clustered_lake(rng, n_columns=40, centres=centres, spread=0.05)
+    whole = PexesoIndex.build(lake, SPEC, IndexShape(n_pivots=3, levels=4))
+    cuts = [0, 7, 8, 23, 40]  # one partition of a single column
+    ids = [c.ref.column_id for c in lake]
+    parts = [whole.delete(ids[:lo] + ids[hi:]) for lo, hi in itertools.pairwise(cuts)]
+    assert sum(len(p.columns) for p in parts) == len(whole.columns) and all(len(p.columns) for p in parts)
+    for _ in range(4):
+        query = clustered_query(rng, centres=centres, spread=0.05, n=60)
+        tau, threshold = float(rng.uniform(0.05, 0.15)), float(rng.uniform(0.1, 0.4))
+        expected = oracle(lake, query, tau, threshold)
+        assert len(expected) > 3, "the query should join several columns for this test to mean anything"
+        got = search_partitions(parts, query, tau=tau, threshold=threshold, method=method)  # type: ignore[arg-type]
+        assert [(m.column_id, m.n_matched) for m in got] == expected
+        full = search(whole, query, tau=tau, threshold=threshold, k=3, method=method)  # type: ignore[arg-type]
+        cut = search_partitions(parts, query, tau=tau, threshold=threshold, k=3, method=method)  # type: ignore[arg-type]
+        assert cut == full
 
 
 def test_a_query_embedded_otherwise_is_refused() -> None:

@@ -31,6 +31,8 @@ class SemanticRequest:
     k: int | None = 10
     method: str = "pexeso"
     hold_index: bool = False
+    # load the index a budget's worth of columns at a time (None: all of it at once)
+    memory_budget_mb: float | None = None
 
 
 def search_rows(conn: Connection, request: SemanticRequest) -> list[dict[str, Any]]:
@@ -76,10 +78,20 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         default="pexeso",
         help="pexeso: pivot grid, block and verify (default); brute: every distance (the same answers)",
     )
+    parser.add_argument(
+        "--memory-budget",
+        type=float,
+        default=None,
+        metavar="MB",
+        help="load the lake's vectors this many MB at a time, for a lake that does not fit in memory "
+        "(default: all at once; the same answers)",
+    )
 
 
 def _run(args: argparse.Namespace, conn: Connection) -> list[dict[str, Any]]:
-    request = SemanticRequest(read_values(args.values), args.tau, args.threshold, args.k, args.method)
+    request = SemanticRequest(
+        read_values(args.values), args.tau, args.threshold, args.k, args.method, memory_budget_mb=args.memory_budget
+    )
     return search_rows(conn, request)
 
 

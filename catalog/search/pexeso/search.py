@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -167,6 +167,23 @@ def search(
     radius = 2.0 * tau
     hits = _hits_pexeso(index, query, radius, need) if method == "pexeso" else _hits_brute(index, query, radius)
     return _results(index, query, hits, need, radius, k)
+
+
+def search_partitions(
+    parts: Iterable[PexesoIndex],
+    query: Query,
+    *,
+    tau: float = 0.06,
+    threshold: float = 0.6,
+    k: int | None = None,
+    method: Method = "pexeso",
+) -> list[SemanticMatch]:
+    """`search` over an index held as partitions that each hold whole columns (`source.partitions`),
+    searched one after another: a column's count is complete in its own partition, so the merged
+    answers, in `search`'s order, are the answers of the whole index."""
+    found = [m for index in parts for m in search(index, query, tau=tau, threshold=threshold, k=k, method=method)]
+    found.sort(key=lambda m: (-m.n_matched, m.table_id, m.column_id))
+    return found if k is None else found[:k]
 
 
 def _hits_brute(index: PexesoIndex, query: Query, radius: float) -> np.ndarray:

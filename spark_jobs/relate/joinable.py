@@ -15,8 +15,9 @@ How the lists are counted (duplicate posting lists, as in JOSIE, SIGMOD 2019, §
    `settings.index.joinable_max_list` are skipped: never counted. A skipped token stays skipped
    until its list is back to half the bound (`is_frequent`): a token hovering at the bound would
    otherwise cross it in most batches, and every crossing changes the lists of the ~max_list
-   columns holding it, the largest of the lake, which are then re-published. A column holding at least one skipped token may then be missing
-   overlap on some candidates (and whole candidates), so every answer of that column says
+   columns holding it, the largest of the lake, which are then re-published. A column holding at
+   least one skipped token may then be missing overlap on some candidates (and whole candidates),
+   so every answer of that column says
    `exact=false`; all other columns' answers are exact (a skipped token is in neither side of
    their pairs). Sizes, containment denominators and Jaccard use the true set sizes in all cases.
 3. The groups are collected and broadcast; `overlap_count` counts each column's candidates in

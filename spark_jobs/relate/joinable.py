@@ -114,15 +114,6 @@ LISTS_SCHEMA = pa.schema(
         ("overlap", pa.int64()),
     ]
 )
-COLUMNS_SCHEMA = pa.schema(
-    [
-        ("column_id", pa.string()),
-        ("table_id", pa.string()),
-        ("size", pa.int64()),  # distinct tokens
-        ("n_values", pa.int64()),  # non-null values
-        ("n_skipped", pa.int64()),  # tokens in lists over the bound: the column's answers are inexact
-    ]
-)
 CHANGES_SCHEMA = pa.schema([("batch_id", pa.int64()), ("column_id", pa.string()), ("table_id", pa.string())])
 FREQUENT_SCHEMA = pa.schema([("token", pa.string()), ("f", pa.int64())])
 
@@ -258,7 +249,8 @@ def key_columns(spark: SparkSession, store: LakeStore) -> DataFrame:
 
 def gold_rows(lists: DataFrame, columns: DataFrame, keys: DataFrame, index_version: int) -> DataFrame:
     """The gold rows (JOINABLE_SCHEMA) of ranked lists (LISTS_SCHEMA rows): sizes, containments,
-    Jaccard, key flags and the join estimate added from the columns' facts (COLUMNS_SCHEMA)."""
+    Jaccard, key flags and the join estimate added from the columns' facts (column_id, size: distinct
+    tokens, n_values: non-null values, n_skipped: tokens in lists over the bound)."""
 
     a = columns.select("column_id", "size", F.col("n_values").alias("a_n"), "n_skipped")
     b = columns.select(

@@ -11,6 +11,7 @@ every other stage done)."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -160,6 +161,13 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
 
 
 @pytest.fixture(scope="session")
-def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the browser tests leave their screenshots."""
-    return tmp_path_factory.mktemp("web-artifacts")
+def artifacts() -> Path:
+    """Where the browser tests leave their screenshots: `var/test-artifacts/web` in the checkout
+    (emptied at the start of a session), or under $JUNCTURE_TEST_ARTIFACTS. Not pytest's tmp folder,
+    which a passing run removes (`tmp_path_retention_policy`)."""
+    default = Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
+    root = Path(os.environ.get("JUNCTURE_TEST_ARTIFACTS", default))
+    folder = root / "web"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder

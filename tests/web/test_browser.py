@@ -3,7 +3,7 @@
 charts drawn, follow a joinable link, search with a CSV of real weather readings (answers equal to
 `juncture search` for the same input), and the clear messages for an oversized upload and a
 malformed CSV. Expected values come from the portal's bytes (what the lake was crawled from) or the
-CLI. Screenshots are left under pytest's tmp folder."""
+CLI. Screenshots are left in var/test-artifacts/web."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from plugins.local_portal import PortalStore
 from tests.web.cdp import Browser
 from tests.web.conftest import Served, WebLake, demo_table_id, run_juncture
 
-pytestmark = pytest.mark.slow  # the lake is built by the real pipeline (Spark) once per session
+# The lake is built by the real pipeline (Spark) once per session, inside the first test here: six
+# minutes on a quiet two-core machine, so that test gets more than the default timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 PHONE_WIDTH = 390
 PAGE_BUDGET_MS = 300.0

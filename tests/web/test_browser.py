@@ -21,7 +21,7 @@ from tests.web.cdp import Browser
 from tests.web.conftest import Served, WebLake, demo_table_id, run_juncture
 
 # The lake is built by the real pipeline (Spark) once per session, inside the first test here: six
-# minutes on a quiet two-core machine, so that test gets more than the default timeout.
+# minutes on a quiet two-core machine, so the tests here get twice the default timeout.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 PHONE_WIDTH = 390

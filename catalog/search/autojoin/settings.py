@@ -51,9 +51,9 @@ class AutojoinSettings:
     # column's best `list_candidates` columns by rare q-grams shared (at least `list_min_shared`)
     # among the first `list_tokens` tokens of each column, those sharing `list_max_exact` or more of
     # the smaller sample exactly left out (an equi-join finds them); at most `list_max_pairs` pairs
-    # learned per publish (0.65-0.9 s a pair on real tables on a 2-core machine: 24 keep a batch's
-    # publish within about 20 s; a first build fills its lists over several publishes); columns of
-    # tables over `list_max_rows` rows are not candidates
+    # learned per publish (0.65-1.5 s a pair on real tables on a 2-core machine: 24 kept the lists'
+    # part of a publish at 17-35 s on a 200-table lake; a first build fills its lists over several
+    # publishes); columns of tables over `list_max_rows` rows are not candidates
     list_candidates: int = 3
     list_tokens: int = 64
     list_min_shared: int = 4

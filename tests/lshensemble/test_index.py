@@ -3,6 +3,8 @@ sequences, on a skewed lake with duplicates, subsets and huge columns."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -62,6 +64,8 @@ def test_candidates_equal_sorted_or_masked(monkeypatch: pytest.MonkeyPatch) -> N
     for sorted_rows, masked_rows in zip(found[0], found[10**9], strict=True):
         assert np.array_equal(sorted_rows, masked_rows)
         assert index.alive[masked_rows].all()
+    for (_sig, size, t), rows in zip(asked, found[0], strict=True):
+        assert (index.sizes[rows] >= math.ceil(t * size - 1e-9)).all()  # a smaller column cannot hold t of the query
 
 
 @pytest.mark.parametrize("threshold", [0.5, 0.7, 0.9])
@@ -79,6 +83,30 @@ def test_verified_answers_equal_brute_force(threshold: float) -> None:
         found += len(truth)
     assert found > 40
     assert missed == 0, f"recall {1 - missed / found:.3f}"
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.9])
+def test_the_exact_path_answers_every_partition_when_it_runs(threshold: float) -> None:
+    """A query some partition of which needs the exact path takes every partition from it: its
+    candidates are exactly the columns on its prefix lists holding at least t·|Q| tokens (no
+    band's candidate), so its verified answers are brute force's."""
+    columns = skewed_lake(seed=12, n_columns=300)
+    sigs, sizes = sign_all(SPEC, columns)
+    index = _built(sigs, sizes)
+    postings = Postings(columns)
+    checked = 0
+    for query in queries(columns, seed=13, n=60):
+        if not index.plan(len(query), threshold).exact.any():
+            continue
+        need = math.ceil(threshold * len(query) - 1e-9)
+        on_lists = postings.exact(query, threshold)(np.arange(len(index.uppers)))
+        found = index.candidates(
+            sign_all(SPEC, [query])[0][0], len(query), threshold, exact=postings.exact(query, threshold)
+        )
+        assert set(found.tolist()) == {r for r in on_lists.tolist() if len(columns[r]) >= need}
+        assert {r for r in found.tolist() if len(columns[r] & query) >= need} == brute_force(columns, query, threshold)
+        checked += 1
+    assert checked >= 5
 
 
 def test_every_column_finds_itself_even_above_every_bound() -> None:

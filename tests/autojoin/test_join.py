@@ -14,7 +14,7 @@ from catalog.core.errors import SettingsError
 from catalog.core.settings import load_settings
 from catalog.search.autojoin.fuzzy import fuzzy_pairs
 from catalog.search.autojoin.join import autojoin
-from catalog.search.autojoin.qgrams import column_grams, match_values
+from catalog.search.autojoin.qgrams import GramMemo, column_grams, match_values
 from catalog.search.autojoin.sampling import chernoff_failure, sample_rates, thesis_rates
 from catalog.search.autojoin.settings import AutojoinSettings, autojoin_settings
 from tests.autojoin.quality_cases import cases
@@ -41,6 +41,45 @@ def test_rare_qgrams_pair_values_one_to_one() -> None:
     assert (pairs.score == 1.0).all()
     with pytest.raises(ValueError, match="at least 3"):
         column_grams(src, q_min=2)
+
+
+def test_the_memo_cuts_a_column_once_and_gives_what_column_grams_gives() -> None:
+    memo = GramMemo()
+    src = [f"{last}, {first}" for last, first in NAMES]
+    fresh = column_grams(src, q_min=3, q_max=8)
+    for _ in range(3):
+        held = memo.column_grams(src, q_min=3, q_max=8, max_chars=128)
+        for field in ("hashes", "value", "count"):
+            assert np.array_equal(getattr(held, field), getattr(fresh, field))
+    other = memo.column_grams(src, q_min=4, q_max=8, max_chars=128)  # other parameters: cut again
+    assert len(other.hashes) < len(fresh.hashes)
+    assert (memo.hits, memo.misses) == (2, 2)
+
+
+def test_the_memo_drops_its_oldest_columns_past_its_bound() -> None:
+    columns = [[f"{w}{i}" for w in ("alpha", "beta", "gamma", "delta")] for i in range(6)]
+    one = column_grams(columns[0])
+    size = one.hashes.nbytes + one.value.nbytes + one.count.nbytes
+    memo = GramMemo(max_bytes=int(size * 2.5))  # room for two columns of this size
+    for values in columns:
+        memo.column_grams(values, q_min=3, q_max=12, max_chars=128)
+    memo.column_grams(columns[-1], q_min=3, q_max=12, max_chars=128)  # the newest is held
+    memo.column_grams(columns[0], q_min=3, q_max=12, max_chars=128)  # the oldest was dropped
+    assert (memo.hits, memo.misses) == (1, 7)
+
+
+def test_a_shared_memo_changes_no_answer() -> None:
+    """The lists learn many pairs with one memo: each answer must be the one a fresh call gives."""
+    memo = GramMemo()
+    for case in cases()[:6]:
+        for source, target in ((case.source, case.target), (case.target, case.source)):
+            alone, shared = autojoin(source, target), autojoin(source, target, memo=memo)
+            assert (alone.pairs, str(alone.program), alone.coverage) == (
+                shared.pairs,
+                str(shared.program),
+                shared.coverage,
+            )
+    assert memo.hits > 0
 
 
 def test_autojoin_finds_the_program_and_the_pairs_in_both_directions() -> None:

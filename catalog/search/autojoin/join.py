@@ -28,7 +28,7 @@ from catalog.core.errors import UserError
 from catalog.search.autojoin.fuzzy import fuzzy_pairs
 from catalog.search.autojoin.learn import Example, learn_program
 from catalog.search.autojoin.operators import Program
-from catalog.search.autojoin.qgrams import ColumnGrams, column_grams, match_values
+from catalog.search.autojoin.qgrams import ColumnGrams, GramMemo, match_values
 from catalog.search.autojoin.sampling import sample_rates
 from catalog.search.autojoin.settings import AutojoinSettings
 
@@ -109,13 +109,16 @@ def autojoin(
     settings: AutojoinSettings | None = None,
     *,
     seed: int = 0,
+    memo: GramMemo | None = None,
 ) -> AutoJoinResult:
-    """Auto-Join of two tables (each a `Table` or (headers, data rows)); both directions tried."""
+    """Auto-Join of two tables (each a `Table` or (headers, data rows)); both directions tried
+    (`memo`: q-grams cut by earlier calls of the same run, else this call's own)."""
     cfg = settings or AutojoinSettings()
     s = source if isinstance(source, Table) else Table.from_rows(*source)
     t = target if isinstance(target, Table) else Table.from_rows(*target)
-    forward = _direction(s, t, cfg, seed)
-    backward = _direction(t, s, cfg, seed)
+    memo = memo or GramMemo()
+    forward = _direction(s, t, cfg, seed, memo)
+    backward = _direction(t, s, cfg, seed, memo)
     sampled = sample_rates(max(1, len(s)), max(1, len(t)), **_rate_args(cfg)).rows(len(s), len(t))
     best, flipped = forward, False
     if backward is not None and (forward is None or backward.rank > forward.rank):
@@ -134,7 +137,7 @@ def _rate_args(cfg: AutojoinSettings) -> dict[str, Any]:
     return {"examples": cfg.sample_examples, "delta": cfg.delta, "participation": cfg.participation}
 
 
-def _direction(s: Table, t: Table, cfg: AutojoinSettings, seed: int) -> _Found | None:
+def _direction(s: Table, t: Table, cfg: AutojoinSettings, seed: int, memo: GramMemo) -> _Found | None:
     """The best program turning rows of `s` into a key of `t`, applied to the whole tables."""
     if len(s) == 0 or len(t) == 0:
         return None
@@ -150,8 +153,8 @@ def _direction(s: Table, t: Table, cfg: AutojoinSettings, seed: int) -> _Found |
     keys = list(t_keys)
     if not keys:
         return None
-    s_index = {c: _distinct(col, cfg) for c, col in enumerate(s_cols)}
-    t_index = {k: _distinct(col, cfg) for k, col in t_keys.items()}
+    s_index = {c: _distinct(col, cfg, memo) for c, col in enumerate(s_cols)}
+    t_index = {k: _distinct(col, cfg, memo) for k, col in t_keys.items()}
     groups = []
     for k in keys:
         t_values, _t_first, t_grams = t_index[k]
@@ -225,11 +228,11 @@ def _sample(n: int, k: int, rng: random.Random) -> pa.Array:
     return pa.array(np.sort(np.asarray(rng.sample(range(n), k), dtype=np.int64)))
 
 
-def _distinct(column: pa.Array, cfg: AutojoinSettings) -> tuple[pa.Array, np.ndarray, ColumnGrams]:
+def _distinct(column: pa.Array, cfg: AutojoinSettings, memo: GramMemo) -> tuple[pa.Array, np.ndarray, ColumnGrams]:
     """A sampled column's distinct values, the first sampled row holding each, and their q-grams."""
     values = pc.unique(column.drop_null())
     first = pc.index_in(values, value_set=column).to_numpy(zero_copy_only=False)
-    grams = column_grams(values.to_pylist(), q_min=cfg.q_min, q_max=cfg.q_max, max_chars=cfg.max_chars)
+    grams = memo.column_grams(values.to_pylist(), q_min=cfg.q_min, q_max=cfg.q_max, max_chars=cfg.max_chars)
     return values, first, grams
 
 

@@ -13,6 +13,7 @@ case) and the work at `max_steps` solved remainders, so a hopeless example set f
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -65,7 +66,7 @@ class _Search:
     memo: dict[tuple[tuple[tuple[int, int], ...], int], list[Operator] | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.elements = [_elements(e.row, self.n_columns) for e in self.examples]
+        self.elements = [_elements(tuple(e.row), self.n_columns) for e in self.examples]
 
     def solve(self, spans: tuple[tuple[int, int], ...], budget: int) -> list[Operator] | None:
         """The operators producing target[a:b] of every example (spans), at most `budget` of them."""
@@ -111,7 +112,10 @@ class _Search:
         first = segments[0]
         trigrams = {first[i : i + 3] for i in range(len(first) - 2)}
         found: dict[str, list[tuple[int, int]]] = {}
+        others = self.elements[1:]
         for path, element in self.elements[0].items():
+            if any(path not in elements for elements in others):
+                continue  # an Extract of this path gives nothing on some example
             for casing in CASINGS:
                 cased = recase(element, casing)
                 if casing and cased == element:
@@ -124,9 +128,10 @@ class _Search:
                     spans = _spans(cased, first) if shares or len(cased) <= 3 else _short_prefixes(cased, first)
                     found[cased] = spans
                 for start, end in spans:
-                    for op in _parametrizations(path, start, end, len(element), casing):
-                        outputs = self._outputs(op, segments)
-                        if outputs is not None:
+                    for begin, stop in _bounds(start, end, len(element)):
+                        outputs = self._outputs(path, begin, stop, casing, segments)
+                        if outputs is not None:  # the operator is made only now: most bounds fail
+                            op = Extract(path[0], path[1], begin, stop, casing)
                             # an extract giving one string on every example is a Constant in disguise
                             kind = 2 if len(set(outputs)) == 1 and len(outputs) > 1 else 0
                             offer(op, outputs, (-sum(map(len, outputs)), kind, op.complexity))
@@ -136,23 +141,29 @@ class _Search:
         ranked = sorted(best.items(), key=lambda item: item[1][0])
         return [(op, outputs) for outputs, (_rank, op) in ranked]
 
-    def _outputs(self, op: Extract, segments: list[str]) -> tuple[str, ...] | None:
+    def _outputs(
+        self, path: Path, start: int, end: int | None, casing: str, segments: list[str]
+    ) -> tuple[str, ...] | None:
+        """What `Extract(*path, start, end, casing)` gives on each example, or None when some
+        output is empty or not in its segment."""
         outputs = []
         for elements, seg in zip(self.elements, segments, strict=True):
-            element = elements.get((op.column, op.splits))
+            element = elements.get(path)
             if element is None:
                 return None
-            out = recase(element[op.start : op.end], op.casing)
+            out = recase(element[start:end], casing)
             if not out or out not in seg:
                 return None
             outputs.append(out)
         return tuple(outputs)
 
 
+@functools.lru_cache(maxsize=512)
 def _elements(row: Row, n_columns: int) -> dict[Path, str]:
     """Every string an Extract can slice in this row: each column's value, each part of it split
     once by a separator it holds (k counted from the front and from the back), and each part of
-    those split again by another separator."""
+    those split again by another separator. Cached (callers only read it): a group's subsets
+    draw their examples from the same few dozen pairs."""
     out: dict[Path, str] = {}
     for column in range(n_columns):
         value = row[column] if column < len(row) else None
@@ -205,24 +216,28 @@ def _short_prefixes(element: str, segment: str) -> list[tuple[int, int]]:
     return [(0, j) for j in (1, 2) if j <= len(element) and element[:j] in segment]
 
 
-def _parametrizations(path: Path, start: int, end: int, length: int, casing: str) -> list[Extract]:
-    """The Extracts taking element[start:end]: each end counted from the front or the back."""
-    column, splits = path
+def _bounds(start: int, end: int, length: int) -> list[tuple[int, int | None]]:
+    """The (start, end) of the Extracts taking element[start:end]: each end counted from the front
+    or the back."""
     starts = [start] if start == 0 else [start, start - length]
     ends: list[int | None] = [None] if end == length else [end, end - length]
-    return [Extract(column, splits, s, e, casing) for s in starts for e in ends]
+    return [(s, e) for s in starts for e in ends]
 
 
 def _common_substrings(segments: list[str]) -> list[str]:
-    """Strings occurring in every segment that no longer such string contains (the Constants)."""
+    """Strings occurring in every segment that no longer such string contains (the Constants).
+    From each start, the longest one is found growing it: a string in every segment has its
+    prefixes there too, so the first that is not ends the search (few characters, in practice,
+    where shrinking from the whole segment tried nearly every length)."""
     first = segments[0]
+    rest = segments[1:]
     found: set[str] = set()
     for i in range(len(first)):
-        for j in range(len(first), i, -1):
-            text = first[i:j]
-            if all(text in seg for seg in segments[1:]):
-                found.add(text)
-                break
+        j = i
+        while j < len(first) and all(first[i : j + 1] in seg for seg in rest):
+            j += 1
+        if j > i:
+            found.add(first[i:j])
     return [t for t in found if not any(t != u and t in u for u in found)]
 
 

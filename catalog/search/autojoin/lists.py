@@ -45,6 +45,7 @@ from catalog.db.models.base import text_key
 from catalog.search.autojoin.candidates import Candidate, Listed, pair_key
 from catalog.search.autojoin.join import Table, autojoin
 from catalog.search.autojoin.models import AutojoinMeta, TransformList
+from catalog.search.autojoin.qgrams import GramMemo
 from catalog.search.autojoin.settings import AutojoinSettings
 
 log = logging.getLogger(__name__)
@@ -93,11 +94,13 @@ def header_of(column_id: str, table_id: str) -> str:
     return column_id[len(table_id) + 1 :]
 
 
-def learn_pair(a: tuple[str, str, pa.Array], b: tuple[str, str, pa.Array], cfg: AutojoinSettings) -> PairProgram:
+def learn_pair(
+    a: tuple[str, str, pa.Array], b: tuple[str, str, pa.Array], cfg: AutojoinSettings, memo: GramMemo | None = None
+) -> PairProgram:
     """`autojoin` of two columns ((column_id, header, values) each) as one-column tables, in the
     pair's one order (`pair_key`), so both lists of a pair hold the same program."""
     first, second = (a, b) if pair_key(a[0], b[0]) == (a[0], b[0]) else (b, a)
-    result = autojoin(Table((first[1],), (first[2],)), Table((second[1],), (second[2],)), cfg)
+    result = autojoin(Table((first[1],), (first[2],)), Table((second[1],), (second[2],)), cfg, memo=memo)
     if result.program is None:
         return PairProgram(None, None, 0, False)
     reads = second[0] if result.reversed else first[0]
@@ -121,8 +124,9 @@ def refresh_transform_lists(
     known = _known_pairs(stored, touched) if touched is not None and state.get("params") == _params(cfg) else {}
     learn, pending = _plan(candidates, known, cfg.list_max_pairs)
     columns = load({c for p in learn for c in p}) if learn else {}
+    memo = GramMemo()  # a column is in up to 2 x list_candidates pairs, cut in both directions of each
     for first, second in sorted(learn):
-        known[(first, second)] = learn_pair((first, *columns[first]), (second, *columns[second]), cfg)
+        known[(first, second)] = learn_pair((first, *columns[first]), (second, *columns[second]), cfg, memo)
     fresh = {c: _list_rows(c, candidates[c].candidates, known, c in pending) for c in candidates}
     gone = sorted(set(stored) - set(fresh))
     changed = sorted(c for c, rows in fresh.items() if stored.get(c, (None, []))[1] != rows)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -109,6 +110,39 @@ def column_grams(values: Sequence[str], *, q_min: int = 3, q_max: int = 12, max_
     group_starts = np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1])))
     runs = np.diff(np.append(group_starts, len(hashes)))
     return ColumnGrams(hashes, value, np.repeat(runs, runs).astype(np.int64))
+
+
+class GramMemo:
+    """Column q-gram indexes already cut, looked up by the column's distinct values (the key is the
+    values themselves, so a hit is exact), for one run of many `autojoin` calls: a publish learns
+    its lists' pairs, `search transform` tries a query against many tables. `autojoin` cuts each
+    column in both directions, and a column is in several pairs; whenever it is sampled whole (a
+    table of a few hundred rows, most of a real lake) the values are the same each time. The
+    oldest entries go first once the held arrays pass `max_bytes`."""
+
+    def __init__(self, max_bytes: int = 256 << 20) -> None:
+        self.max_bytes = max_bytes
+        self.hits = self.misses = 0
+        self._held: dict[tuple[Any, ...], ColumnGrams] = {}
+        self._bytes = 0
+
+    def column_grams(self, values: Sequence[str], *, q_min: int, q_max: int, max_chars: int) -> ColumnGrams:
+        """`column_grams` of these values, cut once per run."""
+        key = (q_min, q_max, max_chars, tuple(values))
+        found = self._held.get(key)
+        if found is not None:
+            self.hits += 1
+            return found
+        self.misses += 1
+        found = column_grams(values, q_min=q_min, q_max=q_max, max_chars=max_chars)
+        size = found.hashes.nbytes + found.value.nbytes + found.count.nbytes
+        while self._held and self._bytes + size > self.max_bytes:
+            oldest = self._held.pop(next(iter(self._held)))
+            self._bytes -= oldest.hashes.nbytes + oldest.value.nbytes + oldest.count.nbytes
+        if size <= self.max_bytes:
+            self._held[key] = found
+            self._bytes += size
+        return found
 
 
 def match_values(source: ColumnGrams, target: ColumnGrams, *, max_nm: int = 4) -> ValuePairs:

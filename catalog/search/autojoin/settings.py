@@ -51,15 +51,16 @@ class AutojoinSettings:
     # column's best `list_candidates` columns by rare q-grams shared (at least `list_min_shared`)
     # among the first `list_tokens` tokens of each column, those sharing `list_max_exact` or more of
     # the smaller sample exactly left out (an equi-join finds them); at most `list_max_pairs` pairs
-    # learned per publish (0.65-1.5 s a pair on real tables on a 2-core machine: 24 kept the lists'
-    # part of a publish at 17-35 s on a 200-table lake; a first build fills its lists over several
-    # publishes); columns of tables over `list_max_rows` rows are not candidates
+    # learned per publish (0.1-0.3 s a pair on the portal's real tables on a 2-core machine since
+    # the program search stopped trying operators some example cannot have; a first build of a
+    # large lake fills its lists over several publishes); columns of tables over `list_max_rows`
+    # rows are not candidates
     list_candidates: int = 3
     list_tokens: int = 64
     list_min_shared: int = 4
     list_max_df: int = 10
     list_max_exact: float = 0.5
-    list_max_pairs: int = 24
+    list_max_pairs: int = 64
     list_max_rows: int = 200_000
 
     def __post_init__(self) -> None:

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from catalog.search.autojoin.candidates import first_tokens
 from catalog.search.autojoin.join import Table, autojoin
-from catalog.search.autojoin.qgrams import column_grams
+from catalog.search.autojoin.qgrams import GramMemo, column_grams
 from catalog.search.autojoin.settings import AutojoinSettings
 
 if TYPE_CHECKING:
@@ -48,8 +48,9 @@ def search_transform(
 
     lim = limits or TransformLimits()
     answers: list[dict[str, Any]] = []
+    memo = GramMemo()  # the query's columns, cut once for every candidate table when sampled whole
     for table_id in candidate_tables(query, settings, lim):
-        result = autojoin(query, lake_table(table_id, settings), cfg)
+        result = autojoin(query, lake_table(table_id, settings), cfg, memo=memo)
         if result.program is None:
             continue
         answers.append(

@@ -9,6 +9,10 @@ operator (`breadth` of them per step). Operators producing the same outputs on e
 kept once, the simplest (`Extract.complexity`): Occam's razor among programs the examples cannot
 tell apart. The total length is capped at `max_operators` (τ; the thesis: 10 sufficed on every real
 case) and the work at `max_steps` solved remainders, so a hopeless example set fails fast.
+
+The search runs a few hundred times per learned pair (12 subsets per key column, both directions),
+so its inner loop is kept to what can succeed: a path some example lacks is never expanded, an
+operator is made only once its outputs pass, and constants are grown, not shrunk, from each start.
 """
 
 from __future__ import annotations

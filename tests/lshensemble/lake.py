@@ -61,7 +61,8 @@ def brute_force(columns: list[set[str]], query: set[str], threshold: float) -> s
 
 class Postings:
     """An inverted index over the lake's columns (token -> rows), rarest tokens first: the exact
-    path for the partitions LSH cannot serve, as JOSIE's posting lists serve it in the catalog."""
+    path for a query some partition of which LSH cannot serve, as JOSIE's posting lists serve it
+    in the catalog."""
 
     def __init__(self, columns: list[set[str]]) -> None:
         self.lists: dict[str, list[int]] = {}

@@ -506,9 +506,8 @@ def accuracy_table(res: LakeResult) -> list[str]:
         for label, mask in res.quartile_masks():
             o, lsh, v, d = (scores(res, s, t, mask) for s in (OURS, OURS_LSH, OURS_VERIFIED, DATASKETCH))
             plans = [res.plans[t][qi] for qi in np.flatnonzero(mask).tolist()]
-            # a query some partition of which needs the exact path takes every partition from it
-            exact = np.mean([(p.probed | p.exact).sum() if p.exact.any() else 0 for p in plans])
-            probed = np.mean([0 if p.exact.any() else p.probed.sum() for p in plans])
+            probed = np.mean([p.probed.sum() for p in plans])
+            exact = np.mean([p.exact.sum() for p in plans])
             out.append(
                 f"| {t} | {label} | {o.n_queries} | {o.true_pairs:,} | {o.recall:.3f} | {lsh.recall:.3f} | "
                 f"{d.recall:.3f} | {o.mean_recall:.3f} / {d.mean_recall:.3f} | {o.precision:.3f} | "

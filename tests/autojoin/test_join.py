@@ -58,9 +58,7 @@ def test_the_memo_cuts_a_column_once_and_gives_what_column_grams_gives() -> None
 
 def test_the_memo_drops_its_oldest_columns_past_its_bound() -> None:
     columns = [[f"{w}{i}" for w in ("alpha", "beta", "gamma", "delta")] for i in range(6)]
-    one = column_grams(columns[0])
-    size = one.hashes.nbytes + one.value.nbytes + one.count.nbytes
-    memo = GramMemo(max_bytes=int(size * 2.5))  # room for two columns of this size
+    memo = GramMemo(max_bytes=int(column_grams(columns[0]).nbytes * 2.5))  # room for two columns of this size
     for values in columns:
         memo.column_grams(values, q_min=3, q_max=12, max_chars=128)
     memo.column_grams(columns[-1], q_min=3, q_max=12, max_chars=128)  # the newest is held

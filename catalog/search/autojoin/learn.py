@@ -148,14 +148,11 @@ class _Search:
     def _outputs(
         self, path: Path, start: int, end: int | None, casing: str, segments: list[str]
     ) -> tuple[str, ...] | None:
-        """What `Extract(*path, start, end, casing)` gives on each example, or None when some
-        output is empty or not in its segment."""
+        """What `Extract(*path, start, end, casing)` gives on each example (every one holds `path`),
+        or None when some output is empty or not in its segment."""
         outputs = []
         for elements, seg in zip(self.elements, segments, strict=True):
-            element = elements.get(path)
-            if element is None:
-                return None
-            out = recase(element[start:end], casing)
+            out = recase(elements[path][start:end], casing)  # `_candidates` skips paths some example lacks
             if not out or out not in seg:
                 return None
             outputs.append(out)

@@ -47,6 +47,10 @@ class ColumnGrams:
     value: np.ndarray  # int64: index into the column's distinct values
     count: np.ndarray  # int64: distinct values holding that q-gram
 
+    @property
+    def nbytes(self) -> int:
+        return self.hashes.nbytes + self.value.nbytes + self.count.nbytes
+
 
 @dataclass(frozen=True)
 class ValuePairs:
@@ -135,10 +139,9 @@ class GramMemo:
             return found
         self.misses += 1
         found = column_grams(values, q_min=q_min, q_max=q_max, max_chars=max_chars)
-        size = found.hashes.nbytes + found.value.nbytes + found.count.nbytes
+        size = found.nbytes
         while self._held and self._bytes + size > self.max_bytes:
-            oldest = self._held.pop(next(iter(self._held)))
-            self._bytes -= oldest.hashes.nbytes + oldest.value.nbytes + oldest.count.nbytes
+            self._bytes -= self._held.pop(next(iter(self._held))).nbytes
         if size <= self.max_bytes:
             self._held[key] = found
             self._bytes += size

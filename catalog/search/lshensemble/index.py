@@ -104,7 +104,8 @@ def partition_keys(keys: np.ndarray, parts: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Plan:
-    """Per partition: bands b of length r, and whether LSH probes it or an exact path answers it."""
+    """Per partition: bands b of length r, and whether LSH probes it or an exact path answers it
+    (a query the exact path serves at all takes every partition from it: see `plan`)."""
 
     b: np.ndarray
     r: np.ndarray
@@ -123,12 +124,16 @@ def _bands_for(s: np.ndarray, r: np.ndarray | int) -> np.ndarray:
     return np.ceil(np.minimum(need, _MAX_BANDS)).astype(np.int64)
 
 
+def required_overlap(size: int, threshold: float) -> int:
+    """The tokens a column must share with a query of `size` tokens to hold `threshold` of it."""
+    return math.ceil(threshold * size - 1e-9)
+
+
 def prefix_length(n_known: int, size: int, threshold: float) -> int:
     """How many of the query's rarest lake tokens a column must share one of to hold `threshold`
     of the query's `size` tokens, `n_known` of which the lake holds (pigeonhole: a column missing
     all of the first n_known - need + 1 holds at most need - 1); 0 when no column can."""
-    need = math.ceil(threshold * size - 1e-9)
-    return max(0, n_known - need + 1)
+    return max(0, n_known - required_overlap(size, threshold) + 1)
 
 
 def rarest(frequency: np.ndarray, n: int) -> np.ndarray:
@@ -270,7 +275,15 @@ class EnsembleIndex:
         the partition is *exact*: a small query against huge columns has a Jaccard of about
         t·|Q|/|X|, below anything MinHash can see (the thesis's own pitfall: route such queries to
         an exact method). A partition whose bound is below threshold * size is skipped: none of
-        its columns can hold that many of the query's values."""
+        its columns can hold that many of the query's values.
+
+        When one partition is exact, every partition is: the exact path reads its posting lists
+        whole either way (the catalog reads them in one query and keeps the rows of the partitions
+        asked for), so the others cost only that filter, and their answer has no false negative
+        and fewer candidates than the bands give (200 queries on the portal's real lake and on a
+        100,000-column Zipf lake, t = 0.5/0.7/0.9: candidates 13-42% fewer, the p50 of making
+        them 37-50% lower, the p95 unchanged). b and r stay those of the bands, for a caller
+        without an exact path (`candidates` then probes every partition)."""
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
         num_perm, uppers = self.spec.num_perm, self.uppers.astype(np.float64)
@@ -282,7 +295,7 @@ class EnsembleIndex:
         if short.any():  # else single-value bands
             b = np.where(short, _bands_for(s, 1), b)
             r = np.where(short, 1, r)
-        exact = reachable & (b > num_perm)
+        exact = reachable if (reachable & (b > num_perm)).any() else np.zeros_like(reachable)
         b = np.minimum(b, num_perm // r)
         return Plan(b, r, reachable & ~exact, exact)
 
@@ -295,27 +308,19 @@ class EnsembleIndex:
         exact: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> np.ndarray:
         """Rows that may hold `threshold` of the query, ascending, alive, each at least that many
-        tokens large: those sharing a band with it in a probed partition, or, when some partition
-        needs the exact path, what `exact(partitions)` returns for every partition (rows of those
-        partitions sharing a prefix token with the query, from an inverted index). Without
-        `exact`, every partition is probed (best effort).
-
-        Why the exact path then answers every partition: its posting lists are read whole either
-        way (the catalog reads them in one query and keeps the rows of the partitions asked for),
-        so the other partitions cost only that filter, and their answer has no false negative and
-        fewer candidates than the bands give (200 queries on the portal's real lake and on a
-        100,000-column Zipf lake, t = 0.5/0.7/0.9: candidates 13-42% fewer, the p50 of making
-        them 37-50% lower, the p95 unchanged)."""
+        tokens large: those sharing a band with it in a probed partition, or what
+        `exact(partitions)` returns for the partitions the plan leaves to the exact path (rows of
+        those partitions sharing a prefix token with the query, from an inverted index). Without
+        `exact`, every partition is probed (best effort)."""
         if len(self.uppers) == 0 or size < 1:
             return np.empty(0, np.int64)
         plan = self.plan(size, threshold)
-        reachable = plan.probed | plan.exact
         if exact is not None and plan.exact.any():
-            rows = np.asarray(exact(np.flatnonzero(reachable)), dtype=np.int64)
-            found = [rows[reachable[self.parts[rows]]]]
+            rows = np.asarray(exact(np.flatnonzero(plan.exact)), dtype=np.int64)
+            found = [rows[plan.exact[self.parts[rows]]]]
         else:
-            found = self._probe(signature, plan, reachable)
-        return self._distinct_alive(found, math.ceil(threshold * size - 1e-9))
+            found = self._probe(signature, plan, plan.probed | plan.exact)
+        return self._distinct_alive(found, required_overlap(size, threshold))
 
     def _distinct_alive(self, found: list[np.ndarray], need: int) -> np.ndarray:
         """The live rows of at least `need` tokens among `found`, ascending, each once (a smaller

@@ -31,7 +31,7 @@ from catalog.search.family import JoinRequest, published_facts
 from catalog.search.josie import normalize_values
 from catalog.search.josie.models import JosieSet
 from catalog.search.josie.reader import DbIndexReader
-from catalog.search.lshensemble.index import EnsembleIndex, prefix_length
+from catalog.search.lshensemble.index import EnsembleIndex, prefix_length, required_overlap
 from catalog.search.lshensemble.index import rarest as rarest_of
 from catalog.search.lshensemble.models import LsheColumn, LsheMeta
 from catalog.search.lshensemble.partitions import partition_of
@@ -120,7 +120,7 @@ def signed_candidates(
 
 def _prefix_path(query: _Query, size: int, threshold: float) -> Callable[[np.ndarray], np.ndarray]:
     """The exact path, for a query some partition of which LSH cannot serve (a small query against
-    huge columns; `EnsembleIndex.candidates` then asks it for every partition): the columns of
+    huge columns; `EnsembleIndex.plan` then leaves it every partition): the columns of
     those partitions on the posting lists (JOSIE's) of the query's rarest tokens, as many as a
     column must share one of to reach the threshold (`prefix_length`)."""
 
@@ -133,7 +133,7 @@ def _prefix_path(query: _Query, size: int, threshold: float) -> Callable[[np.nda
         rarest = token_ids[rarest_of(frequency, n)]
         lists = reader.read_lists_packed(sorted(int(t) for t in rarest))
         inside = np.isin(partition_of(lists.sizes.astype(np.int64), loaded.index.uppers), parts)
-        inside &= lists.sizes >= math.ceil(threshold * size - 1e-9)  # a smaller set cannot hold t of the query
+        inside &= lists.sizes >= required_overlap(size, threshold)  # a smaller set cannot hold t of the query
         set_ids = np.unique(lists.set_ids[inside])
         refs = reader.describe_sets(set_ids.tolist())
         return loaded.rows_of(ref.column_id for ref in refs.values())
@@ -228,7 +228,7 @@ class _Query:
         if verify:
             unseen = [f["column_id"] for f in found if f["column_id"] not in self.overlaps]
             self.overlaps.update(_overlaps(self.conn, self.known[0].astype(np.int32), unseen))
-            need = math.ceil(threshold * q - 1e-9)
+            need = required_overlap(q, threshold)
             found = [f for f in found if self.overlaps.get(f["column_id"], 0) >= need]
             for f in found:
                 f["overlap"] = self.overlaps[f["column_id"]]

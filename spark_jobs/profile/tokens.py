@@ -77,7 +77,9 @@ def with_tokens(values: DataFrame) -> DataFrame:
 
     ascii_or_null = F.col("value").isNull() | is_ascii(F.col("value"))
     plain = values.where(ascii_or_null).withColumn("token", normalized_token(F.col("value")))
-    slow = F.udf(_normalize_udf, StringType())
+    # Arrow batches, not pickled rows; saying so also keeps PySpark from guessing a pandas UDF from
+    # the type hints (and warning on every run when it cannot).
+    slow = F.udf(_normalize_udf, StringType(), useArrow=True)
     other = values.where(~ascii_or_null).withColumn("token", slow(F.col("value")))
     return plain.unionByName(other)
 

@@ -20,8 +20,8 @@ sees the lists of the index it can search. A batch refreshes only what it can ch
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,7 @@ from catalog.core.errors import UnknownIdError, UserError
 from catalog.db.models import CatalogTable, TableKey
 from catalog.search.mate.models import MateList, MatePosting, MateTable
 from catalog.search.mate.search import NaryResult, search_tuples
-from catalog.search.mate.source import CatalogSource, MateSource, Postings
+from catalog.search.mate.source import CatalogSource, MateSource, Postings, assemble_row_keys, blocks_of
 
 LIST_K = 10  # tables per list
 MAX_LIST_KEY = 3  # key columns of a listed key, at most
@@ -43,6 +43,9 @@ KEYS_PER_TABLE = 2  # listed keys per table, the best by score
 MAX_LIST_PAIRS = 2_000_000
 OVER_BUDGET = -1  # the joinability of a list's rank-0 row when it was not precomputed
 _CHUNK = 500
+# Posting cells and row-key rows a refresh keeps in memory between its searches (each kind; a
+# posting cell is two int32s, a row key four uint64s at 256 bits).
+REMEMBERED_CELLS = 4_000_000
 
 Listed = tuple[str, tuple[str, ...]]  # (table_id, key columns)
 
@@ -86,7 +89,7 @@ def refresh_lists(conn: Connection, added: Collection[str] | None, touched: Coll
         _delete_lists(conn, [(t, _key_text(k)) for t, k in sorted(gone)])
         existing -= gone
     tables = _tables(conn)
-    source, postings = CatalogSource(conn), _TablePostings(conn)
+    source, postings = _Remembering(CatalogSource(conn), REMEMBERED_CELLS), _TablePostings(conn)
     searched = 0
     for table_id, key in sorted(wanted - existing):
         if table_id in tables:
@@ -178,7 +181,7 @@ class _TablePostings:
 
 
 def _search(
-    source: CatalogSource,
+    source: MateSource,
     postings: _TablePostings,
     tables: Mapping[str, tuple[int, list[str], int]],
     table_id: str,
@@ -237,6 +240,81 @@ def _merge(conn: Connection, table_id: str, key: tuple[str, ...], new: Sequence[
     merged = sorted([*old, *new], key=lambda r: (-r.joinability, r.table_id))[:LIST_K]
     conn.execute(delete(MateList).where(and_(MateList.table_id == table_id, MateList.key == text)))
     _write(conn, table_id, key, merged)
+
+
+class _Lru:
+    """Values by key, the least recently used dropped once their cells exceed `budget`."""
+
+    def __init__(self, budget: int, cells: Callable[[Any], int]) -> None:
+        self.budget, self.cells = budget, cells
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._held = 0
+
+    def get(self, key: Any) -> Any | None:
+        if key not in self._items:
+            return None
+        self._items.move_to_end(key)
+        return self._items[key]
+
+    def put(self, key: Any, value: Any) -> None:
+        self._items[key] = value
+        self._held += self.cells(value)
+        while self._held > self.budget and len(self._items) > 1:
+            _, dropped = self._items.popitem(last=False)
+            self._held -= self.cells(dropped)
+
+
+class _Remembering:
+    """The catalog's index for one refresh, each token's posting lists, row-key block and table
+    read once (up to REMEMBERED_CELLS cells of each kind, the least recently used dropped first).
+
+    A refresh searches hundreds of keys whose common values (years, months, small counts, codes)
+    hold the same long posting lists: read again for every search, those reads were most of a
+    full seed's publish. The index does not change during the refresh (the publisher wrote it
+    before, in the same transaction), so what is read once holds for every search. A read of some
+    tables' share of the lists (verification's) is passed through: reading whole lists for it was
+    slower than reading the share again."""
+
+    def __init__(self, source: CatalogSource, budget: int) -> None:
+        self.source = source
+        self.spec, self.version = source.spec, source.version
+        self._lengths: dict[str, int] = {}  # 0: the token has no list
+        self._lists = _Lru(budget, lambda ps: sum(len(p.rows) for p in ps))
+        self._blocks = _Lru(budget, len)
+        self._tables: dict[int, tuple[str, str]] = {}
+
+    def list_lengths(self, tokens: Sequence[str]) -> dict[str, int]:
+        missing = [t for t in dict.fromkeys(tokens) if t not in self._lengths]
+        if missing:
+            found = self.source.list_lengths(missing)
+            self._lengths.update((t, found.get(t, 0)) for t in missing)
+        return {t: self._lengths[t] for t in tokens if self._lengths[t]}
+
+    def postings(self, tokens: Sequence[str], table_refs: Collection[int] | None = None) -> list[Postings]:
+        if table_refs is not None:  # a few tables' share of the lists: read as asked
+            return self.source.postings(tokens, table_refs)
+        wanted = list(dict.fromkeys(tokens))
+        held: dict[str, list[Postings]] = {t: ps for t in wanted if (ps := self._lists.get(t)) is not None}
+        fetched: dict[str, list[Postings]] = {t: [] for t in wanted if t not in held}
+        for p in self.source.postings(list(fetched)) if fetched else ():
+            fetched[p.token].append(p)
+        for t, ps in fetched.items():
+            self._lists.put(t, ps)
+        held.update(fetched)
+        return [p for t in wanted for p in held[t]]
+
+    def row_keys(self, rows: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
+        blocks = {b: self._blocks.get(b) for b in blocks_of(rows)}
+        fetched = self.source.row_key_blocks([b for b, block in blocks.items() if block is None])
+        for b, block in fetched.items():
+            self._blocks.put(b, block)
+        blocks.update(fetched)
+        return assemble_row_keys(rows, {b: v for b, v in blocks.items() if v is not None}, self.spec.words)
+
+    def tables(self, refs: Iterable[int]) -> dict[int, tuple[str, str]]:
+        wanted = set(refs)
+        self._tables.update(self.source.tables(wanted - self._tables.keys()))
+        return {r: self._tables[r] for r in wanted if r in self._tables}
 
 
 class _Restricted:

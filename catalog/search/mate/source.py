@@ -64,6 +64,29 @@ def _blocks_of(rows: np.ndarray) -> list[int]:
     return [int(b) for b in np.flatnonzero(mask)]
 
 
+def blocks_of(rows: Mapping[int, np.ndarray]) -> list[tuple[int, int]]:
+    """The (table_ref, block) row-key blocks holding these rows, sorted."""
+    return sorted({(ref, b) for ref, r in rows.items() for b in _blocks_of(r)})
+
+
+def assemble_row_keys(
+    rows: Mapping[int, np.ndarray], blocks: Mapping[tuple[int, int], np.ndarray], words: int
+) -> dict[int, np.ndarray]:
+    """The super keys of `rows` (per table), aligned with them, out of their stored blocks."""
+    out: dict[int, np.ndarray] = {}
+    for ref, r in rows.items():
+        dense = np.zeros(((int(r.max()) + 1 if len(r) else 0), words), np.uint64)
+        for b in _blocks_of(r):
+            block = blocks.get((ref, b))
+            if block is None:
+                continue
+            start = b * ROW_BLOCK
+            block = block[: max(0, len(dense) - start)]
+            dense[start : start + len(block)] = block
+        out[ref] = dense[r]
+    return out
+
+
 def _chunks(items: Sequence[str]) -> Iterable[list[str]]:
     for i in range(0, len(items), _CHUNK):
         yield list(items[i : i + _CHUNK])
@@ -99,21 +122,18 @@ class CatalogSource:
         return out
 
     def row_keys(self, rows: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
-        words = self.spec.words
-        needed = {ref: _blocks_of(r) for ref, r in rows.items()}
-        wanted = sorted((ref, b) for ref, blocks in needed.items() for b in blocks)
-        dense = {ref: np.zeros(((int(r.max()) + 1 if len(r) else 0), words), np.uint64) for ref, r in rows.items()}
+        return assemble_row_keys(rows, self.row_key_blocks(blocks_of(rows)), self.spec.words)
+
+    def row_key_blocks(self, wanted: Sequence[tuple[int, int]]) -> dict[tuple[int, int], np.ndarray]:
+        """The stored super-key blocks (table_ref, block) -> (rows, words) uint64."""
+        out: dict[tuple[int, int], np.ndarray] = {}
+        key = tuple_(MateRowKeys.table_ref, MateRowKeys.block)
         for i in range(0, len(wanted), _CHUNK):
-            key = tuple_(MateRowKeys.table_ref, MateRowKeys.block)
-            q = select(MateRowKeys.table_ref, MateRowKeys.block, MateRowKeys.keys).where(
-                key.in_(wanted[i : i + _CHUNK])
-            )
+            chunk = wanted[i : i + _CHUNK]
+            q = select(MateRowKeys.table_ref, MateRowKeys.block, MateRowKeys.keys).where(key.in_(chunk))
             for ref, b, blob in self.conn.execute(q):
-                block = np.frombuffer(blob, "<u8").reshape(-1, words)
-                start = b * ROW_BLOCK
-                block = block[: max(0, len(dense[ref]) - start)]
-                dense[ref][start : start + len(block)] = block
-        return {ref: dense[ref][r] for ref, r in rows.items()}
+                out[(ref, b)] = np.frombuffer(blob, "<u8").reshape(-1, self.spec.words)
+        return out
 
     def tables(self, refs: Iterable[int]) -> dict[int, tuple[str, str]]:
         wanted = sorted(set(refs))

@@ -1,6 +1,7 @@
 """Benchmark: Auto-Join on table pairs of growing size, with sampling (issue 19).
 
-`python -m bench.autojoin_bench [--sizes 1000,100000,1000000] [--trials 2000] [--runs 10] [--seed 0]`
+`python -m bench.autojoin_bench [--sizes 1000,100000,1000000] [--trials 2000] [--runs 10] [--seed 0]
+[--transform-lake demo|seed|none] [--keep DIR]`
 
 Tables: a person table (`first`, `last`, an id) and a directory keyed by e-mail
 (`first.last@corp.example`, lower case) holding every person; names are random letters, so
@@ -14,23 +15,45 @@ survive; the share with at least T = 4 is the success rate, printed beside its C
 (1 − exp(−δ²μ/2)). Then `--runs` end-to-end `autojoin` runs (different seeds) on 100k-row tables
 where only 5% of the target joins count how often the pairs are exactly the true ones (either
 direction may win: random last names are a key too).
+
+`search transform`: the local portal's `demo` seed (or the whole seed, `--transform-lake seed`)
+written as a folder, crawled and indexed by the real pipeline (`crawl --dir` + `index`, embedded
+defaults), then asked every case of `bench/autojoin_cases.py` (the quality test's: a real table's
+key rewritten the way another publisher would have written it) as the query table. A lake table
+is *relevant* to a case when it holds a copy of the case's real table: each of the table's textual
+columns has at least 90% of its values in one of the lake table's columns; cases whose key is
+derived from several columns have none. Per case: seconds, answers, the rank of the first relevant table;
+then p50/p95/max seconds and, over the cases with a relevant table, how often it ranks first and
+how often it is among the answers.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import shutil
 import string
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bench.autojoin_cases import Case, cases
+from bench.pipeline_bench import bench_settings, crawl_and_index
+from bench.seed_lake import seed_files, table_sets, write_lake
+from catalog.core.identity import split_column_id, token_set
+from catalog.core.settings import Settings
+from catalog.search.autojoin.candidates import NUMBER
 from catalog.search.autojoin.join import Table, autojoin
 from catalog.search.autojoin.sampling import sample_rates
-from catalog.search.autojoin.settings import AutojoinSettings
+from catalog.search.autojoin.settings import AutojoinSettings, autojoin_settings
+
+RELEVANT_SHARE = 0.9  # a lake column holding this share of a case's target keys makes its table relevant
 
 
 def _names(n: int, rng: np.random.Generator) -> tuple[pa.Array, pa.Array]:
@@ -117,16 +140,95 @@ def end_to_end(runs: int, seed: int) -> None:
     )
 
 
+def indexed_seed(subset: str, root: Path, master: str) -> tuple[Settings, dict[str, frozenset[str]]]:
+    """The seed `subset` crawled and indexed under `root` (reused when a kept run left it there),
+    and its column sets as a plain-Python reading of the files gives them (the oracle's lake)."""
+    files = seed_files(subset, root / "scratch")
+    home = root / subset
+    settings = bench_settings(home, master)
+    if not (home / "catalog.db").exists():
+        from spark_jobs.lake.session import get_spark  # deferred: only this part needs Spark
+
+        write_lake(home / "files", files.items())
+        spark = get_spark(settings, "juncture.autojoin_bench")
+        try:
+            run = crawl_and_index(spark, settings, home / "files", subset)
+        finally:
+            spark.stop()
+        print(f"\n{subset} seed: {len(files):,} tables crawled and indexed in {run.total:.0f} s")
+    columns: dict[str, frozenset[str]] = {}
+    for rel, data in files.items():
+        columns.update(table_sets(rel, data))
+    return settings, columns
+
+
+def relevant_tables(case: Case, columns: Mapping[str, frozenset[str]]) -> set[str]:
+    """Lake tables holding a copy of the case's real table: for each of its textual columns, some
+    column holding >= RELEVANT_SHARE of its values (numbers alone match too many tables)."""
+    if not case.key_in_lake:
+        return set()
+    headers, rows = case.target
+    wanted = [token_set(row[i] if i < len(row) else None for row in rows) for i in range(len(headers))]
+    wanted = [w for w in wanted if w and not all(re.fullmatch(NUMBER, v) for v in w)]
+    by_table: dict[str, list[frozenset[str]]] = {}
+    for column, tokens in columns.items():
+        by_table.setdefault(split_column_id(column)[0], []).append(tokens)
+    return {
+        table
+        for table, sets in by_table.items()
+        if wanted and all(any(len(w & s) >= RELEVANT_SHARE * len(w) for s in sets) for w in wanted)
+    }
+
+
+def transform_queries(subset: str, root: Path, master: str, k: int) -> None:
+    from catalog.search.autojoin.transform import search_transform  # deferred: reads the lake
+
+    settings, columns = indexed_seed(subset, root, master)
+    cfg = autojoin_settings(settings)
+    print(f"\nsearch transform on the {subset} seed, k={k}")
+    print(f"{'case':32} {'seconds':>8} {'answers':>8} {'relevant':>9} {'rank':>5}  top answer")
+    seconds, first, found, judged = [], 0, 0, 0
+    for case in cases():
+        relevant = relevant_tables(case, columns)
+        start = time.perf_counter()
+        answers = search_transform(Table.from_rows(*case.source), settings, cfg, k=k)
+        seconds.append(time.perf_counter() - start)
+        ranks = [i + 1 for i, a in enumerate(answers) if a["table_id"] in relevant]
+        if relevant:
+            judged += 1
+            first += ranks[:1] == [1]
+            found += bool(ranks)
+        top = f"{answers[0]['table_id']} {answers[0]['program']}" if answers else "-"
+        rank = str(ranks[0]) if ranks else "-"
+        print(f"{case.name:32} {seconds[-1]:8.2f} {len(answers):8d} {len(relevant):9d} {rank:>5}  {top[:90]}")
+    p = np.percentile(seconds, [50, 95])
+    print(
+        f"seconds p50 {p[0]:.2f}, p95 {p[1]:.2f}, max {max(seconds):.2f}; of {judged} cases with a relevant "
+        f"table in the lake: ranked first {first}, among the answers {found}"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench.autojoin_bench")
     p.add_argument("--sizes", default="1000,100000,1000000")
     p.add_argument("--trials", type=int, default=2000)
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--transform-lake", choices=("demo", "seed", "none"), default="demo")
+    p.add_argument("--transform-k", type=int, default=10)
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--keep", metavar="DIR", help="index the lake under DIR and keep it; a later run reuses it")
     args = p.parse_args(argv)
     ok = time_sizes([int(s) for s in args.sizes.split(",")], args.seed)
     sampling_success(args.trials, args.seed)
     end_to_end(args.runs, args.seed)
+    if args.transform_lake != "none":
+        root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="juncture-autojoin-bench-"))
+        try:
+            transform_queries("all" if args.transform_lake == "seed" else "demo", root, args.master, args.transform_k)
+        finally:
+            if not args.keep:
+                shutil.rmtree(root, ignore_errors=True)
     return 0 if ok else 1
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.autojoin_cases import cases
 from catalog.core.errors import SettingsError
 from catalog.core.settings import load_settings
 from catalog.search.autojoin.fuzzy import fuzzy_pairs
@@ -17,7 +18,6 @@ from catalog.search.autojoin.join import autojoin
 from catalog.search.autojoin.qgrams import GramMemo, column_grams, match_values
 from catalog.search.autojoin.sampling import chernoff_failure, sample_rates, thesis_rates
 from catalog.search.autojoin.settings import AutojoinSettings, autojoin_settings
-from tests.autojoin.quality_cases import cases
 
 NAMES = [
     ("Schwarzenegger", "Arnold"),

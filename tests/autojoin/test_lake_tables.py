@@ -41,8 +41,10 @@ def test_autojoin_by_table_id_equals_by_file(home: Path, capsys: pytest.CaptureF
 
 
 def test_search_transform_finds_the_table_and_its_program(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A lake of three tables (the directory keyed by "First Last", an unrelated one, one sharing
-    only common words); the query holds "Last, First": the directory comes first, with its program."""
+    """A lake of four tables (the directory keyed by "First Last", an unrelated one, one sharing
+    only common words, one of numbers that digits of the query's `ref` would join); the query holds
+    "Last, First": the directory comes first, with its program, and the numbers are no answer
+    (`autojoin` alone joins them with `Substr(ref, 1, 5)`: a coincidence search leaves out)."""
     people = [
         ("Hopper", "Grace"), ("Lovelace", "Ada"), ("Turing", "Alan"), ("Curie", "Marie"), ("Noether", "Emmy"),
         ("Hamilton", "Margaret"), ("Franklin", "Rosalind"), ("Goodall", "Jane"), ("Meitner", "Lise"),
@@ -51,10 +53,13 @@ def test_search_transform_finds_the_table_and_its_program(home: Path, capsys: py
     (home / "files" / "directory.csv").write_text(directory, encoding="utf-8")
     (home / "files" / "codes.csv").write_text("code,n\n" + "".join(f"Q{i:04d},{i}\n" for i in range(40)))
     (home / "files" / "words.csv").write_text("word\n" + "".join(f"{w}\n" for w in ("grace", "alan", "jane")))
+    measures = "value,other\n" + "".join(f"{1000 + 7 * i},{3 * i}\n" for i in range(60))
+    (home / "files" / "measures.csv").write_text(measures)
     assert main(["crawl", "--dir", str(home / "files"), "--no-progress"]) == 0
     assert main(["index"]) == 0
     query = home / "query.csv"
-    query.write_text("name,n\n" + "".join(f'"{last}, {first}",{i}\n' for i, (last, first) in enumerate(people)))
+    rows = [f'"{last}, {first}",{i},r{1000 + 7 * i}x\n' for i, (last, first) in enumerate(people)]
+    query.write_text("name,n,ref\n" + "".join(rows))
     capsys.readouterr()
     assert main(["search", "transform", "--csv", str(query), "--json"]) == 0
     answers = json.loads(capsys.readouterr().out)
@@ -65,7 +70,7 @@ def test_search_transform_finds_the_table_and_its_program(home: Path, capsys: py
         "query_columns": ["name"],
         "table_columns": ["full"],
     }
-    assert file_table_id("codes.csv") not in {a["table_id"] for a in answers}
+    assert not {file_table_id("codes.csv"), file_table_id("measures.csv")} & {a["table_id"] for a in answers}
     assert main(["search", "transform", "--csv", str(query), "--k", "0"]) == 2
 
     # the table's transformation page runs the same search with a lake table as the query, itself left out

@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient
 from markupsafe import escape
 from sqlalchemy import Connection, delete, select
 
+from bench.autojoin_cases import cases
 from catalog.api.app import create_app
 from catalog.cli.main import main
 from catalog.core.errors import UserError
@@ -40,7 +41,6 @@ from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile import tokens as column_tokens
 from spark_jobs.publish import catalog as publish_catalog
 from spark_jobs.publish.catalog import publish_tables
-from tests.autojoin.quality_cases import cases
 from tests.conftest import _pg_schema_url, cli_home, make_settings
 
 pytestmark = pytest.mark.slow

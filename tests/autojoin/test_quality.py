@@ -1,9 +1,10 @@
 """Auto-Join's quality on realistic cases built from the real tables the project ships
-(`quality_cases.py`): precision and recall of joined row pairs per case and on average, against an
-equi-join and against the best fuzzy join over a grid of 3-gram Jaccard thresholds (each source row
-joined to its most similar target key; the threshold chosen per case with the ground truth, an
-oracle). As in the thesis, a method's empty output counts in average recall and F but not in
-average precision. `pytest -s` prints the table (docs/algorithms/autojoin.md shows it)."""
+(`bench/autojoin_cases.py`; `bench.autojoin_bench` asks `search transform` the same cases):
+precision and recall of joined row pairs per case and on average, against an equi-join and against
+the best fuzzy join over a grid of 3-gram Jaccard thresholds (each source row joined to its most
+similar target key; the threshold chosen per case with the ground truth, an oracle). As in the
+thesis, a method's empty output counts in average recall and F but not in average precision.
+`pytest -s` prints the table (docs/algorithms/autojoin.md shows it)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.autojoin_cases import Case, cases
 from catalog.search.autojoin.join import autojoin
 from catalog.search.autojoin.qgrams import column_grams
-from tests.autojoin.quality_cases import Case, cases
 
 THRESHOLDS = [round(0.1 * i, 1) for i in range(1, 10)]
 

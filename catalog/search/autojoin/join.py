@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.core.errors import UserError
+from catalog.search.autojoin.candidates import NUMBER
 from catalog.search.autojoin.fuzzy import fuzzy_pairs
 from catalog.search.autojoin.learn import Example, learn_program
 from catalog.search.autojoin.operators import Program
@@ -110,15 +111,17 @@ def autojoin(
     *,
     seed: int = 0,
     memo: GramMemo | None = None,
+    numeric_keys: bool = True,
 ) -> AutoJoinResult:
     """Auto-Join of two tables (each a `Table` or (headers, data rows)); both directions tried
-    (`memo`: q-grams cut by earlier calls of the same run, else this call's own)."""
+    (`memo`: q-grams cut by earlier calls of the same run, else this call's own; `numeric_keys`
+    False: a column of numbers alone is never the key a program's output must equal)."""
     cfg = settings or AutojoinSettings()
     s = source if isinstance(source, Table) else Table.from_rows(*source)
     t = target if isinstance(target, Table) else Table.from_rows(*target)
     memo = memo or GramMemo()
-    forward = _direction(s, t, cfg, seed, memo)
-    backward = _direction(t, s, cfg, seed, memo)
+    forward = _direction(s, t, cfg, seed, memo, numeric_keys)
+    backward = _direction(t, s, cfg, seed, memo, numeric_keys)
     sampled = sample_rates(max(1, len(s)), max(1, len(t)), **_rate_args(cfg)).rows(len(s), len(t))
     best, flipped = forward, False
     if backward is not None and (forward is None or backward.rank > forward.rank):
@@ -137,7 +140,9 @@ def _rate_args(cfg: AutojoinSettings) -> dict[str, Any]:
     return {"examples": cfg.sample_examples, "delta": cfg.delta, "participation": cfg.participation}
 
 
-def _direction(s: Table, t: Table, cfg: AutojoinSettings, seed: int, memo: GramMemo) -> _Found | None:
+def _direction(
+    s: Table, t: Table, cfg: AutojoinSettings, seed: int, memo: GramMemo, numeric_keys: bool
+) -> _Found | None:
     """The best program turning rows of `s` into a key of `t`, applied to the whole tables."""
     if len(s) == 0 or len(t) == 0:
         return None
@@ -149,7 +154,7 @@ def _direction(s: Table, t: Table, cfg: AutojoinSettings, seed: int, memo: GramM
     s_cols = [s.columns[c].take(s_rows) for c in range(min(len(s.headers), cfg.max_columns))]
     # a key column is unique in the sample (cheap); the winner's is checked on the whole table
     t_sampled = {c: t.columns[c].take(t_rows) for c in range(min(len(t.headers), cfg.max_columns))}
-    t_keys = {k: col for k, col in t_sampled.items() if _is_key(col)}
+    t_keys = {k: col for k, col in t_sampled.items() if _is_key(col) and (numeric_keys or not numbers_only(col))}
     keys = list(t_keys)
     if not keys:
         return None
@@ -214,6 +219,12 @@ def _direction(s: Table, t: Table, cfg: AutojoinSettings, seed: int, memo: GramM
     # coincidences (digits of one column landing on dates of another) cover a sliver of the tables
     enough = max(cfg.min_coverage, cfg.min_coverage_share * min(len(s), len(t)))
     return best if best.exact >= enough else None
+
+
+def numbers_only(column: pa.Array) -> bool:
+    """Whether every value of `column` is a number as written (nulls aside)."""
+    values = pc.utf8_trim_whitespace(column.drop_null())
+    return bool(pc.all(pc.match_substring_regex(values, NUMBER)).as_py() is not False)
 
 
 def _is_key(column: pa.Array) -> bool:

@@ -9,6 +9,14 @@ query column among those held by at most `max_df` lake columns (common q-grams s
 `max_candidates` best tables (by their best column pair) are read from bronze and `autojoin`ed with
 the query; tables with a program are answered, best coverage first. The work is bounded by those
 four settings whatever the lake's size, except the one read of `column_tokens`.
+
+A column whose values are all numbers is never the key a program must produce (on either side),
+and the lake's such columns do not choose the candidates, as in the precomputed lists
+(`candidates.py`): digits cut out of one column land on the numbers of another by chance (on the
+demo lake, most wrong answers were such joins: four digits of a random id on a column of
+measurements), and they would fill the candidate tables. The price: a key written as a number
+(`19670701` for the date `1967-07-01`, `507,4` for `507.4`) is not joined either; numbers may
+still be a program's input. `bench.autojoin_bench` measures both sides.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.search.autojoin.candidates import first_tokens
+from catalog.search.autojoin.candidates import first_tokens, textual_columns
 from catalog.search.autojoin.join import Table, autojoin
 from catalog.search.autojoin.qgrams import GramMemo, column_grams
 from catalog.search.autojoin.settings import AutojoinSettings
@@ -50,7 +58,7 @@ def search_transform(
     answers: list[dict[str, Any]] = []
     memo = GramMemo()  # the query's columns, cut once for every candidate table when sampled whole
     for table_id in candidate_tables(query, settings, lim):
-        result = autojoin(query, lake_table(table_id, settings), cfg, memo=memo)
+        result = autojoin(query, lake_table(table_id, settings), cfg, memo=memo, numeric_keys=False)
         if result.program is None:
             continue
         answers.append(
@@ -70,6 +78,9 @@ def candidate_tables(query: Table, settings: Settings, lim: TransformLimits) -> 
     """The tables whose columns share the most rare q-grams with a query column, best first."""
     tokens = _lake_tokens(settings, lim.tokens_per_column)
     if tokens is None or tokens.num_rows == 0:
+        return []
+    tokens = textual_columns(tokens)
+    if tokens.num_rows == 0:
         return []
     column_ids, column_of = np.unique(tokens["column_id"].to_numpy(zero_copy_only=False), return_inverse=True)
     lake = column_grams(tokens["token"].to_pylist(), q_min=4, q_max=6)

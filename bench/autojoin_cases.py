@@ -30,6 +30,7 @@ class Case:
     truth: frozenset[tuple[int, int]]
     source_column: str  # the columns a fuzzy or equi-join baseline compares (an oracle's choice)
     target_column: str
+    key_in_lake: bool  # the target key is one of the real table's columns (not derived from several)
 
 
 @cache
@@ -100,6 +101,7 @@ def _case(
         truth,
         source_headers[0],
         target_headers[0],
+        target_key is None,
     )
 
 

@@ -22,15 +22,14 @@ defaults), then asked every case of `bench/autojoin_cases.py` (the quality test'
 key rewritten the way another publisher would have written it) as the query table. A lake table
 is *relevant* to a case when it holds a copy of the case's real table: each of the table's textual
 columns has at least 90% of its values in one of the lake table's columns; cases whose key is
-derived from several columns have none. Per case: seconds, answers, the rank of the first relevant table;
-then p50/p95/max seconds and, over the cases with a relevant table, how often it ranks first and
-how often it is among the answers.
+derived from several columns have none. Per case: seconds, answers, the rank of the first
+relevant table; then p50/p95/max seconds and, over the cases with a relevant table, how often it
+ranks first and how often it is among the answers.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import string
 import sys
@@ -48,12 +47,11 @@ from bench.pipeline_bench import bench_settings, crawl_and_index
 from bench.seed_lake import seed_files, table_sets, write_lake
 from catalog.core.identity import split_column_id, token_set
 from catalog.core.settings import Settings
-from catalog.search.autojoin.candidates import NUMBER
-from catalog.search.autojoin.join import Table, autojoin
+from catalog.search.autojoin.join import Table, autojoin, numbers_only
 from catalog.search.autojoin.sampling import sample_rates
 from catalog.search.autojoin.settings import AutojoinSettings, autojoin_settings
 
-RELEVANT_SHARE = 0.9  # a lake column holding this share of a case's target keys makes its table relevant
+RELEVANT_SHARE = 0.9  # of each textual column of a case's real table, held by a lake table: a copy
 
 
 def _names(n: int, rng: np.random.Generator) -> tuple[pa.Array, pa.Array]:
@@ -140,9 +138,10 @@ def end_to_end(runs: int, seed: int) -> None:
     )
 
 
-def indexed_seed(subset: str, root: Path, master: str) -> tuple[Settings, dict[str, frozenset[str]]]:
+def indexed_seed(subset: str, root: Path, master: str) -> tuple[Settings, dict[str, list[frozenset[str]]]]:
     """The seed `subset` crawled and indexed under `root` (reused when a kept run left it there),
-    and its column sets as a plain-Python reading of the files gives them (the oracle's lake)."""
+    and each table's column sets as a plain-Python reading of the files gives them (the oracle's
+    lake)."""
     files = seed_files(subset, root / "scratch")
     home = root / subset
     settings = bench_settings(home, master)
@@ -156,26 +155,24 @@ def indexed_seed(subset: str, root: Path, master: str) -> tuple[Settings, dict[s
         finally:
             spark.stop()
         print(f"\n{subset} seed: {len(files):,} tables crawled and indexed in {run.total:.0f} s")
-    columns: dict[str, frozenset[str]] = {}
+    tables: dict[str, list[frozenset[str]]] = {}
     for rel, data in files.items():
-        columns.update(table_sets(rel, data))
-    return settings, columns
+        for column, tokens in table_sets(rel, data).items():
+            tables.setdefault(split_column_id(column)[0], []).append(tokens)
+    return settings, tables
 
 
-def relevant_tables(case: Case, columns: Mapping[str, frozenset[str]]) -> set[str]:
+def relevant_tables(case: Case, tables: Mapping[str, list[frozenset[str]]]) -> set[str]:
     """Lake tables holding a copy of the case's real table: for each of its textual columns, some
     column holding >= RELEVANT_SHARE of its values (numbers alone match too many tables)."""
     if not case.key_in_lake:
         return set()
     headers, rows = case.target
     wanted = [token_set(row[i] if i < len(row) else None for row in rows) for i in range(len(headers))]
-    wanted = [w for w in wanted if w and not all(re.fullmatch(NUMBER, v) for v in w)]
-    by_table: dict[str, list[frozenset[str]]] = {}
-    for column, tokens in columns.items():
-        by_table.setdefault(split_column_id(column)[0], []).append(tokens)
+    wanted = [w for w in wanted if w and not numbers_only(pa.array(sorted(w)))]
     return {
         table
-        for table, sets in by_table.items()
+        for table, sets in tables.items()
         if wanted and all(any(len(w & s) >= RELEVANT_SHARE * len(w) for s in sets) for w in wanted)
     }
 
@@ -183,13 +180,13 @@ def relevant_tables(case: Case, columns: Mapping[str, frozenset[str]]) -> set[st
 def transform_queries(subset: str, root: Path, master: str, k: int) -> None:
     from catalog.search.autojoin.transform import search_transform  # deferred: reads the lake
 
-    settings, columns = indexed_seed(subset, root, master)
+    settings, tables = indexed_seed(subset, root, master)
     cfg = autojoin_settings(settings)
     print(f"\nsearch transform on the {subset} seed, k={k}")
     print(f"{'case':32} {'seconds':>8} {'answers':>8} {'relevant':>9} {'rank':>5}  top answer")
     seconds, first, found, judged = [], 0, 0, 0
     for case in cases():
-        relevant = relevant_tables(case, columns)
+        relevant = relevant_tables(case, tables)
         start = time.perf_counter()
         answers = search_transform(Table.from_rows(*case.source), settings, cfg, k=k)
         seconds.append(time.perf_counter() - start)

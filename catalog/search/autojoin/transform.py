@@ -77,10 +77,8 @@ def search_transform(
 def candidate_tables(query: Table, settings: Settings, lim: TransformLimits) -> list[str]:
     """The tables whose columns share the most rare q-grams with a query column, best first."""
     tokens = _lake_tokens(settings, lim.tokens_per_column)
+    tokens = None if tokens is None else textual_columns(tokens)
     if tokens is None or tokens.num_rows == 0:
-        return []
-    tokens = textual_columns(tokens)
-    if tokens.num_rows == 0:
         return []
     column_ids, column_of = np.unique(tokens["column_id"].to_numpy(zero_copy_only=False), return_inverse=True)
     lake = column_grams(tokens["token"].to_pylist(), q_min=4, q_max=6)

@@ -4,7 +4,8 @@ the publish transaction of `spark_jobs.publish.catalog`.
 Incremental when the catalog holds the version this one was derived from: the rows of the batch's
 touched tables are deleted from the three tables and its added tables inserted under new
 `table_ref`s. A build, a re-hash, and a catalog with no index or at another version get every row
-rewritten. The precomputed n-ary lists follow the index (`catalog.search.mate.lists`). Posting
+rewritten. The precomputed n-ary lists (computed in the lake, `spark_jobs.mate.lists`) follow the
+index: the lists whose version changed are copied. Posting
 lists go in as packed int32 arrays, row super keys as the lake holds them
 (`ROW_BLOCK`-row blobs).
 """
@@ -18,17 +19,17 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from sqlalchemy import delete, func, select
+import pyarrow.compute as pc
+from sqlalchemy import delete, func, select, tuple_
 from sqlalchemy.orm import Session
 
 from catalog.db.bulk import insert_rows
 from catalog.db.models.base import pack_int32_list_array
-from catalog.search.mate.lists import refresh_lists
-from catalog.search.mate.models import MateMeta, MatePosting, MateRowKeys, MateTable
+from catalog.search.mate.models import MateList, MateMeta, MatePosting, MateRowKeys, MateTable
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
 from spark_jobs.lake.store import LakeStore
-from spark_jobs.mate.tables import MATE_POSTINGS, MATE_ROW_KEYS, MateState
+from spark_jobs.mate.tables import MATE_LISTS, MATE_POSTINGS, MATE_ROW_KEYS, MateState
 from spark_jobs.mate.update import read_state
 
 log = logging.getLogger(__name__)
@@ -47,26 +48,42 @@ def publish_mate(session: Session, store: LakeStore, batch: ChangeBatch | None =
     if have == state.index_version:
         return {"mate_index_version": state.index_version, "mate_tables_written": 0}
     alike = meta.get("spec") == _spec_json(state) and have == state.base_version and not state.full
-    lists: dict[str, int] = {}
     if batch is not None and alike:
         _delete_tables(session, sorted(batch.touched))
         written = _insert_tables(session, store, sorted(batch.added))
-        _write_meta(session, state)
-        lists = refresh_lists(session.connection(), batch.added, batch.touched)
     elif batch is None and alike:
         written = 0  # a rebuild that changed nothing
-        _write_meta(session, state)
     else:
         for model in (MatePosting, MateRowKeys, MateTable):
             session.execute(delete(model))
         written = _insert_tables(session, store, None)
-        _write_meta(session, state)
-        lists = refresh_lists(session.connection(), None)
+    _write_meta(session, state)
+    lists = _sync_lists(session, store)
     log.info(
         "mate published",
         extra={"from_version": have, "to_version": state.index_version, "tables": written, **lists},
     )
     return {"mate_index_version": state.index_version, "mate_tables_written": written, **lists}
+
+
+def _sync_lists(session: Session, store: LakeStore) -> dict[str, int]:
+    """Copy the lake's n-ary lists whose version differs from the catalog's (by their rank-0
+    markers) and delete the catalog's lists the lake no longer holds. A list is small (at most
+    LIST_K + 1 rows), and a batch changes few of them."""
+    if not store.exists(MATE_LISTS):
+        return {}
+    lake = store.read_arrow(MATE_LISTS)
+    markers = lake.filter(pc.equal(lake.column("rank"), 0)).select(["table_id", "key", "version"]).to_pylist()
+    wanted = {(m["table_id"], m["key"]): m["version"] for m in markers}
+    marker_rows = select(MateList.table_id, MateList.key, MateList.version).where(MateList.rank == 0)
+    have = {(t, k): v for t, k, v in session.execute(marker_rows).tuples()}
+    stale = sorted(listed for listed, v in have.items() if wanted.get(listed) != v)
+    for i in range(0, len(stale), _CHUNK):
+        session.execute(delete(MateList).where(tuple_(MateList.table_id, MateList.key).in_(stale[i : i + _CHUNK])))
+    copied = {listed for listed, v in wanted.items() if have.get(listed) != v}
+    rows = (r for r in lake.to_pylist() if (r["table_id"], r["key"]) in copied)
+    insert_rows(session, MateList, rows)
+    return {"mate_lists_published": len(copied), "mate_lists_deleted": len(set(stale) - copied)}
 
 
 def _spec_json(state: MateState) -> str:

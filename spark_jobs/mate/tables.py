@@ -7,6 +7,8 @@
   row's cells, null cells left out), `ROW_BLOCK` rows to a blob of little-endian uint64 words (row
   r is row r % ROW_BLOCK of block r // ROW_BLOCK), as the catalog stores them; a block with no
   cell is left out (its keys are 0);
+* `mate_lists` and `mate_list_tuples`: the precomputed n-ary lists and their key tuples
+  (`spark_jobs.mate.lists`);
 * `mate_state`: one row: the index version and the version it was derived from, the XASH spec
   every key was made with (checked on every read), and whether this version re-hashed everything.
 
@@ -30,7 +32,9 @@ from spark_jobs.lake.commit_point import UnitSpec
 MATE_POSTINGS = "mate_postings"
 MATE_ROW_KEYS = "mate_row_keys"
 MATE_STATE = "mate_state"
-MATE = UnitSpec("mate", (MATE_POSTINGS, MATE_ROW_KEYS, MATE_STATE))
+MATE_LISTS = "mate_lists"
+MATE_LIST_TUPLES = "mate_list_tuples"
+MATE = UnitSpec("mate", (MATE_POSTINGS, MATE_ROW_KEYS, MATE_STATE, MATE_LISTS, MATE_LIST_TUPLES))
 
 POSTINGS_SCHEMA = pa.schema(
     [
@@ -48,6 +52,27 @@ ROW_KEYS_SCHEMA = pa.schema(
         ("bucket", pa.int32()),
         ("block", pa.int32()),
         ("keys", pa.binary()),
+    ]
+)
+
+LISTS_SCHEMA = pa.schema(
+    [
+        ("table_id", pa.string()),
+        ("key", pa.string()),  # the key's columns, a JSON list
+        ("rank", pa.int32()),  # 0: the list's marker
+        ("candidate_table_id", pa.string()),
+        ("joinability", pa.int64()),  # the marker's: 0, or OVER_BUDGET when not computed
+        ("mapping", pa.string()),  # JSON: key column -> the candidate's column
+        ("version", pa.int64()),  # the index version that last changed the list
+    ]
+)
+
+TUPLES_SCHEMA = pa.schema(
+    [
+        ("table_id", pa.string()),
+        ("key", pa.string()),
+        ("bucket", pa.int32()),
+        ("tokens", pa.list_(pa.string())),
     ]
 )
 

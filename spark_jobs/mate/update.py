@@ -41,8 +41,10 @@ from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import CELLS, DATASETS
 from spark_jobs.lake.commit_point import applied_batch, batch_store, begin, commit
 from spark_jobs.lake.store import LakeStore
+from spark_jobs.mate.lists import pending_lists, update_lists
 from spark_jobs.mate.tables import (
     MATE,
+    MATE_LISTS,
     MATE_POSTINGS,
     MATE_ROW_KEYS,
     MATE_STATE,
@@ -201,7 +203,7 @@ def _write_batch(store: LakeStore, settings: Settings, spec: XashSpec, batch: Ch
 
 
 def _commit_state(store: LakeStore, base: MateState | None, spec: XashSpec, *, full: bool) -> MateState:
-    version = base.index_version if base else 0
+    version = _next_version(base) - 1
     n_tables = store.read_arrow(DATASETS, columns=["table_id"]).num_rows if store.exists(DATASETS) else 0
     state = MateState(index_version=version + 1, base_version=version, full=full, spec=spec, n_tables=n_tables)
     store.overwrite(MATE_STATE, state.table())
@@ -210,42 +212,60 @@ def _commit_state(store: LakeStore, base: MateState | None, spec: XashSpec, *, f
 
 # ---------------------------------------------------------------------- the stage
 def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str, Any]:
-    """Apply `batch` (a first build when there is no index, a re-hash after a spec change)."""
+    """Apply `batch` (a first build when there is no index, a re-hash after a spec change), and
+    bring the precomputed lists to it (`spark_jobs.mate.lists`)."""
     store = batch_store(settings.lake, spark, batch.batch_id)
-    if applied_batch(store, MATE) >= batch.batch_id:
+    if applied_batch(store, MATE) >= batch.batch_id and store.exists(MATE_LISTS):
         return {"mode": "skipped"}
     spec = mate_settings(settings).spec
     base_manifest = begin(store, MATE)
     base = read_state(store)
     if not store.exists(CELLS):
         return {"mode": "empty"}
-    if base is None or base.spec != spec:
+    if applied_batch(store, MATE) >= batch.batch_id:
+        mode = "lists"  # an index from before the lists were kept in the lake: compute them all
+        lists = update_lists(spark, store, settings, None, _next_version(base))
+    elif base is None or base.spec != spec:
         if base is not None:
             log.warning("mate XASH spec changed: re-hashing every table", extra={"was": base.spec.as_dict()})
         _write_all(store, settings, spec)
         mode = "build"
+        lists = update_lists(spark, store, settings, batch if store.exists(MATE_LISTS) else None, _next_version(base))
     else:
         if batch.touched:
             _write_batch(store, settings, spec, batch)
         mode = "update"
+        lists = update_lists(spark, store, settings, batch, _next_version(base))
     state = _commit_state(store, base, spec, full=mode == "build")
     commit(store, MATE, base_manifest, batch_id=batch.batch_id, kind=mode)
     log.info("mate committed", extra={"mode": mode, **state.summary()})
-    return {"mode": mode, **state.summary()}
+    return {"mode": mode, **state.summary(), **lists}
+
+
+def _next_version(base: MateState | None) -> int:
+    return (base.index_version if base else 0) + 1
 
 
 def rebuild(spark: SparkSession, settings: Settings) -> dict[str, Any]:
-    """Nothing degrades with updates; a rebuild only re-hashes the lake after a spec change."""
+    """Nothing degrades with updates; a rebuild re-hashes the lake after a spec change (the lists
+    hold then: the tokens did not change), computes the lists an older lake lacks and goes on with
+    those left for a later run."""
     store = LakeStore(settings.lake, spark)
     spec = mate_settings(settings).spec
     base_manifest = begin(store, MATE)
     base = read_state(store)
-    if base is None or base.spec == spec:
+    lists_due = not store.exists(MATE_LISTS) or pending_lists(store)
+    if base is None or (base.spec == spec and not lists_due):
         return {"mode": "absent" if base is None else "unchanged"}
-    _write_all(store, settings, spec)
-    state = _commit_state(store, base, spec, full=True)
+    if base.spec != spec:
+        _write_all(store, settings, spec)
+    lists: dict[str, int] = {}
+    if lists_due:
+        going_on = ChangeBatch(base_manifest.batch_id, added=(), deleted=()) if store.exists(MATE_LISTS) else None
+        lists = update_lists(spark, store, settings, going_on, _next_version(base))
+    state = _commit_state(store, base, spec, full=base.spec != spec)
     commit(store, MATE, base_manifest, batch_id=base_manifest.batch_id, kind="rebuild")
-    return {"mode": "rebuild", **state.summary()}
+    return {"mode": "rebuild", **state.summary(), **lists}
 
 
 def rebuild_due(spark: SparkSession | None, settings: Settings) -> bool:

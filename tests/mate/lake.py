@@ -11,6 +11,7 @@ holding them, it records the tuple under that mapping, then keeps the mapping wi
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -47,6 +48,20 @@ def oracle(
             out.append((table_id, len(hits[best]), mapping))
     out.sort(key=lambda x: (-x[1], x[0]))
     return out[:k]
+
+
+def pair_bound(
+    tables: Sequence[Table], headers: Sequence[str], rows: Sequence[Sequence[str | None]], key: Sequence[str]
+) -> int:
+    """The work bound a precomputed list is held to: over the key's positions, the fewest (query
+    tuple, lake cell holding the tuple's value at that position) pairs, every table of the lake
+    (the query's own included) counted."""
+    at = [list(headers).index(name) for name in key]
+    query = {t for r in rows if None not in (t := tuple(normalize_token(r[p]) for p in at))}
+    cells = Counter(
+        token for _, _, trows in tables for r in trows for v in r if (token := normalize_token(v)) is not None
+    )
+    return min(sum(cells[t[i]] for t in query) for i in range(len(key)))
 
 
 def random_lake(seed: int, n_tables: int = 40, key_size: int = 2) -> tuple[list[Table], Table]:

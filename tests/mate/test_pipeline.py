@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -23,16 +23,17 @@ from catalog.core.settings import load_settings
 from catalog.core.xash import XashSpec
 from catalog.db.engine import open_catalog
 from catalog.search.mate import METHODS
-from catalog.search.mate import lists as mate_lists
-from catalog.search.mate.lists import LIST_K, listed_keys, nary_joinable
+from catalog.search.mate.lists import LIST_K, listed_keys, nary_joinable, nary_lists
 from catalog.search.mate.models import MateList, MateTable
 from catalog.search.mate.search import NaryRequest, search_nary
 from catalog.search.mate.source import CatalogSource
 from spark_jobs.lake.store import LakeStore
+from spark_jobs.mate import lists as lake_lists
 from tests.conftest import cli_home
-from tests.mate.lake import Table, oracle, random_lake
+from tests.mate.lake import Table, oracle, pair_bound, random_lake
 
 pytestmark = pytest.mark.slow
+BUDGETS = (982, 3_000)  # pairs per list, per run
 
 
 @pytest.fixture
@@ -72,9 +73,21 @@ def _check(home: Path, query: Table, key: list[str], capsys: pytest.CaptureFixtu
         assert _nary(home, query, key, method, capsys) == expected, method
 
 
-def _check_lists(home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+def _check_lists(
+    home: Path,
+    catalog_url: str,
+    capsys: pytest.CaptureFixture[str],
+    *,
+    budgets: tuple[int, int] | None = None,
+    kept_over: Collection[tuple[str, tuple[str, ...]]] = (),
+) -> set[tuple[str, tuple[str, ...]]]:
     """Every precomputed n-ary list equals the oracle's search of its table's own rows on its key,
-    the table itself left out; every listed key has its list and no other list is kept."""
+    the table itself left out; every listed key has its list and no other list is kept.
+
+    With `budgets` (per list, per run): a list is not computed exactly when its work bound exceeds
+    the first, and of the others the cheapest (by bound, then table and key) are computed until
+    their bounds add up past the second; the rest wait. Without: no list waits, and the lists not
+    computed are `kept_over` (lists a batch did not compute again). Returns those not computed."""
     lake = _lake_tables(home / "files")
     with open_catalog(catalog_url).connect() as conn:
         wanted = {(t, k) for t, keys in listed_keys(conn).items() for k in keys}
@@ -83,16 +96,31 @@ def _check_lists(home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str
             for t, k in conn.execute(select(MateList.table_id, MateList.key).where(MateList.rank == 0))
         }
         assert stored == wanted and wanted
+        lists = {(t, tuple(n.key)): n for t in {t for t, _ in wanted} for n in nary_lists(conn, t)}
+    tables = {t[0]: t for t in lake}
+    bound = {(t, k): pair_bound(lake, tables[t][1], tables[t][2], list(k)) for t, k in wanted}
+    expect_over, expect_waiting = set(kept_over), set()
+    if budgets is not None:
+        expect_over = {listed for listed, b in bound.items() if b > budgets[0]}
+        spent = 0
+        cheapest = sorted((b, t, json.dumps(list(k))) for (t, k), b in bound.items() if 0 < b <= budgets[0])
+        for i, (b, t, k) in enumerate(cheapest):
+            spent += b
+            if i > 0 and spent > budgets[1]:
+                expect_waiting.add((t, tuple(json.loads(k))))
+    assert {listed for listed, n in lists.items() if n.over_budget} == expect_over
+    assert {listed for listed, n in lists.items() if n.pending} == expect_waiting
+    with open_catalog(catalog_url).connect() as conn:
         answers = 0
-        for table_id, key in sorted(wanted):
-            _, headers, rows = next(t for t in lake if t[0] == table_id)
+        for table_id, key in sorted(wanted - expect_over - expect_waiting):
+            _, headers, rows = tables[table_id]
             others = [t for t in lake if t[0] != table_id]
             expected = oracle(others, headers, rows, list(key), LIST_K)
             got = [(a.table_id, a.joinability, a.mapping) for a in nary_joinable(conn, table_id, list(reversed(key)))]
             assert got == expected, (table_id, key)
             answers += len(got)
         assert answers
-    table_id, key = min(wanted)
+    table_id, key = min(wanted - expect_over - expect_waiting)
     capsys.readouterr()
     assert main(["lookup", "joinable", table_id, "--key", ",".join(key), "--k", "2", "--offset", "1", "--json"]) == 0
     paged = [(a["table_id"], a["rank"]) for a in json.loads(capsys.readouterr().out)]
@@ -101,6 +129,11 @@ def _check_lists(home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str
     assert main(["lookup", "joinable", table_id, "--key", "nope,c0"]) == 2
     assert "no precomputed n-ary list" in capsys.readouterr().err
     assert main(["lookup", "keys", table_id, "--key", "c0,c1"]) == 2
+    if expect_waiting:
+        waiting, key = min(expect_waiting)
+        assert main(["lookup", "joinable", waiting, "--key", ",".join(key)]) == 2
+        assert "not computed yet" in capsys.readouterr().err
+    return expect_over | expect_waiting
 
 
 def test_nary_search_through_the_pipeline_equals_brute_force(
@@ -111,12 +144,19 @@ def test_nary_search_through_the_pipeline_equals_brute_force(
     for table_id, headers, rows in tables:
         _write(folder / f"{table_id}.csv", headers, rows)
     assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
-    with monkeypatch.context() as patch:  # the first build's lists remember almost nothing between searches
-        patch.setattr(mate_lists, "REMEMBERED_CELLS", 3)
+    # work bounds some lists exceed (on this lake their bounds run from 138 to 2,052), and a run's
+    # budget that leaves some lists for the next run
+    with monkeypatch.context() as patch:
+        patch.setattr(lake_lists, "MAX_LIST_PAIRS", BUDGETS[0])
+        patch.setattr(lake_lists, "MAX_RUN_PAIRS", BUDGETS[1])
         assert main(["index"]) == 0
     _check(home, query, ["k0", "k1"], capsys)
     _check(home, query, ["k0", "k1", "k2"], capsys)
-    _check_lists(home, catalog_url, capsys)
+    with open_catalog(catalog_url).connect() as conn:
+        before = {(t, tuple(n.key)): n for t in listed_keys(conn) for n in nary_lists(conn, t)}
+    not_computed = _check_lists(home, catalog_url, capsys, budgets=BUDGETS)
+    over = {listed for listed in not_computed if before[listed].over_budget}
+    assert over and not_computed - over
 
     # a batch: two tables deleted, two changed, two added
     rng = np.random.default_rng(3)
@@ -129,10 +169,9 @@ def test_nary_search_through_the_pipeline_equals_brute_force(
     for table_id, headers, rows in more[:2]:
         _write(folder / f"new_{table_id}.csv", headers, rows)
     # half of a keyed table's rows, columns reversed: enters that table's list (and maybe others')
+    touched = {file_table_id(f"t{n}.csv") for n in ("001", "007", "005", "010")}
     with open_catalog(catalog_url).connect() as conn:
-        keyed = sorted(
-            t for t in listed_keys(conn) if t not in {file_table_id(f"t{n}.csv") for n in ("001", "007", "005", "010")}
-        )
+        keyed = sorted(t for t in listed_keys(conn) if t not in touched | {t for t, _ in not_computed})
     _, headers, rows = next(t for t in _lake_tables(folder) if t[0] == keyed[0])
     _write(folder / "new_copy.csv", headers[::-1], [r[::-1] for r in rows[: len(rows) // 2]])
     assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
@@ -144,7 +183,7 @@ def test_nary_search_through_the_pipeline_equals_brute_force(
     assert published == {t for t, _, _ in _lake_tables(folder)}
     _check(home, query, ["k0", "k1"], capsys)
     _check(home, query, ["k1", "k2", "k0"], capsys)
-    _check_lists(home, catalog_url, capsys)
+    _check_lists(home, catalog_url, capsys, kept_over={(t, k) for t, k in over if t not in touched})
 
     # over HTTP, the key named or detected
     client = TestClient(create_app(load_settings()))
@@ -171,7 +210,14 @@ def test_nary_search_through_the_pipeline_equals_brute_force(
     assert client.get(f"/v1/joinable/{table_id}").status_code == 422  # a table_id is no column_id
 
 
-def test_detected_key_and_a_spec_change(home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+def _pending(catalog_url: str) -> list[str]:
+    with open_catalog(catalog_url).connect() as conn:
+        return sorted(t for t in listed_keys(conn) for n in nary_lists(conn, t) if n.pending)
+
+
+def test_detected_key_and_a_spec_change(
+    home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = home / "files"
     _write(
         folder / "visits.csv",
@@ -180,7 +226,18 @@ def test_detected_key_and_a_spec_change(home: Path, catalog_url: str, capsys: py
     )
     _write(folder / "other.csv", ["when", "where"], [["mon", "berlin"], ["tue", "paris"], ["mon", "paris"]])
     assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
-    assert main(["index"]) == 0
+    with monkeypatch.context() as patch:  # a run computes one list; a rebuild goes on with the other
+        patch.setattr(lake_lists, "MAX_RUN_PAIRS", 1)
+        assert main(["index"]) == 0
+    assert len(_pending(catalog_url)) == 1
+    assert main(["rebuild"]) == 0
+    assert _pending(catalog_url) == []
+    with open_catalog(catalog_url).connect() as conn:
+        listed = {t: nary_joinable(conn, t, list(keys[0])) for t, keys in listed_keys(conn).items()}
+    assert {t: [a.table_id for a in answers] for t, answers in listed.items()} == {
+        file_table_id("visits.csv"): [file_table_id("other.csv")],
+        file_table_id("other.csv"): [file_table_id("visits.csv")],
+    }
     _write(
         home / "q.csv",
         ["town", "weekday", "note"],

@@ -9,9 +9,8 @@ import pytest
 from catalog.core.errors import SettingsError, UserError, XashMismatchError
 from catalog.core.xash import BETA, XashSpec
 from catalog.search.mate import METHODS
-from catalog.search.mate.lists import key_tuples
 from catalog.search.mate.query import choose_key, composite_keys, parse_csv
-from catalog.search.mate.search import NaryRequest, query_tuples, search_nary, search_tuples
+from catalog.search.mate.search import NaryRequest, search_nary
 from catalog.search.mate.settings import BITS, MateSettings
 from catalog.search.mate.source import build_memory_source
 from tests.mate.lake import oracle, random_lake
@@ -112,24 +111,3 @@ def test_the_settings_offer_exactly_the_hash_sizes_xash_has() -> None:
     assert tuple(sorted(BETA)) == BITS
     with pytest.raises(SettingsError, match=r"index\.mate\.bits"):
         MateSettings(bits=64)
-
-
-def test_tuples_read_back_from_the_index_search_as_the_csv_does() -> None:
-    """A precomputed list searches a table's key tuples read from its posting lists: they must be
-    the tuples `search nary` makes of the same rows (nulls, repeats and case folded alike), and a
-    work bound must refuse exactly the searches that would pair more than it."""
-    tables, (_, headers, rows) = random_lake(4, key_size=3)
-    source = build_memory_source([*tables, ("query", headers, rows)])
-    ref = len(tables)
-    postings = [(t, p.rows, p.cols) for t, by_table in source.lists.items() if (p := by_table.get(ref)) is not None]
-    for key in (headers[:2], headers[:3], [headers[2], headers[0]]):
-        positions = [headers.index(name) + 1 for name in key]
-        tuples = key_tuples(postings, positions)
-        assert tuples == query_tuples(headers, rows, key)
-        whole = search_tuples(source, key, tuples, 5)
-        assert whole is not None and whole.stats.pair_bound > 0
-        assert [r.as_dict() for r in whole.results] == [
-            r.as_dict() for r in search_nary(source, NaryRequest(headers, rows, key, k=5)).results
-        ]
-        assert search_tuples(source, key, tuples, 5, max_pairs=whole.stats.pair_bound) is not None
-        assert search_tuples(source, key, tuples, 5, max_pairs=whole.stats.pair_bound - 1) is None

@@ -20,7 +20,7 @@ Published from the lake's `mate_*` tables by `spark_jobs.mate.publish`:
 from __future__ import annotations
 
 import numpy as np
-from sqlalchemy import Index, Integer, LargeBinary, Text
+from sqlalchemy import BigInteger, Index, Integer, LargeBinary, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from catalog.db.models.base import Base, PackedInt32Array, text_index
@@ -70,9 +70,11 @@ class MateMeta(Base):
 
 class MateList(Base):
     """One entry of a precomputed n-ary list: `table_id` on `key` (its columns as a JSON list, in
-    the detected key's order) joins `candidate_table_id` on `joinability` distinct key tuples with
-    `mapping` (JSON: key column -> candidate column). Rank 0 marks that the list was computed (it
-    has no candidate), so a key whose list is empty is told apart from one never computed."""
+        the detected key's order) joins `candidate_table_id` on `joinability` distinct key tuples with
+        `mapping` (JSON: key column -> candidate column). Rank 0 marks that the list was computed (it
+        has no candidate), so a key whose list is empty is told apart from one never computed. `version`
+    is the MATE index version that last changed the list in the lake: the publish copies a list when
+    its version differs."""
 
     __tablename__ = "mate_lists"
     table_id: Mapped[str] = mapped_column(Text, primary_key=True)
@@ -81,5 +83,6 @@ class MateList(Base):
     candidate_table_id: Mapped[str | None] = mapped_column(Text)
     joinability: Mapped[int] = mapped_column(Integer)
     mapping: Mapped[str | None] = mapped_column(Text)
+    version: Mapped[int | None] = mapped_column(BigInteger)  # the lake's list version (on every row)
 
     __table_args__ = (text_index("ix_mate_lists_candidate", "candidate_table_id"),)

@@ -123,25 +123,6 @@ def search_nary(source: MateSource, request: NaryRequest) -> NaryOutcome:
     return _Search(source, list(request.key), tuples, request.k, request.method).run()
 
 
-def search_tuples(
-    source: MateSource,
-    key: Sequence[str],
-    tuples: list[tuple[str, ...]],
-    k: int,
-    method: str = "mate",
-    *,
-    max_pairs: int | None = None,
-) -> NaryOutcome | None:
-    """`search_nary` for key tuples already normalized, distinct and sorted (`query_tuples`'s
-    output; the precomputed lists read them from the index itself). With `max_pairs`, None when
-    the initial column's lists could pair more (query tuple, lake row) than that: a bound on the
-    work, decided before any list is read."""
-    search = _Search(source, list(key), tuples, k, method)
-    if max_pairs is not None and tuples and search.pair_bound() > max_pairs:
-        return None
-    return search.run()
-
-
 class _Search:
     """One search's state: the query tuples, the top k so far (pruning reads it as it grows) and the
     work counters; `run` walks the initial column's tables in Algorithm 1's order."""
@@ -238,10 +219,6 @@ class _Search:
         costs = self._pair_costs()
         self.stats.pair_bound = min(costs)
         return int(np.argmin(costs))
-
-    def pair_bound(self) -> int:
-        """The pairs the initial column will give (one list-length read per key column)."""
-        return min(self._pair_costs())
 
     def _pair_costs(self) -> list[int]:
         if self._costs is None:

@@ -1,0 +1,389 @@
+"""MATE's precomputed n-ary lists, computed in the lake by set-based Spark plans (the lookup that
+reads them is `catalog.search.mate.lists`; docs/algorithms/mate.md, "Precomputed lists").
+
+Which lists: each table's detected keys (the keys stage's `keys`) of 2 to `MAX_LIST_KEY` columns,
+the best `KEYS_PER_TABLE` by score; a list holds the top `LIST_K` other tables by n-ary
+joinability, ranked and tie-broken exactly as `juncture search nary` ranks them. Its query is the
+table's own key tuples: the tokens at the key's columns of every row whose key cells all hold one.
+
+One plan computes many lists at once (a search per list, as the catalog did before, spent 3.8 s a
+list on a 2,300-table lake, most of it reading posting lists one token at a time):
+1. each list's initial position: the key position whose values pair with the fewest lake items
+   (Σ over tuples of the value's item count), `search nary`'s choice and its budget: a list that
+   would pair more than `MAX_LIST_PAIRS` is not computed (its marker says so);
+2. pairs: every tuple with every item of its initial value in another table;
+3. verification: an equi-join on (table, row, token) per other key position; a value in two
+   columns of the row gives two rows, so every injective mapping is enumerated;
+4. J per (list, table, mapping) = the distinct tuples it matches; per table the best mapping
+   (largest J, then smallest positions in key order); per list the top `LIST_K` tables.
+
+A batch changes only what it can, exactly (the lists are exact top-k lists):
+* lists of touched tables go; a list naming a touched table is computed again in full (its k+1-th
+  table is unknown), as is every list of an added table and every list whose key is new;
+* every other list can only gain added tables: its stored tuples are joined with the added tables'
+  items alone and the answers merged in (a table outside a list was beaten by k tables that are
+  all still there).
+
+Lake tables (part of the `mate` unit, so lists and index share one commit point):
+`mate_lists` (small: every list's rows, rank 0 a marker, `version` the index version that last
+changed the list; the publish copies the lists whose marker differs from the catalog's) and `mate_list_tuples`
+(each list's key tuples, partitioned by bucket, read again only by batches that merge).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Window
+from pyspark.sql import functions as F  # noqa: N812
+
+from catalog.core.identity import table_bucket
+from catalog.core.settings import Settings
+from catalog.search.mate.lists import LIST_K, MAX_LIST_PAIRS, MAX_RUN_PAIRS, OVER_BUDGET, PENDING, choose_listed
+from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.bronze import DATASETS
+from spark_jobs.lake.store import LakeStore
+from spark_jobs.mate.tables import LISTS_SCHEMA, MATE_LIST_TUPLES, MATE_LISTS, MATE_POSTINGS, TUPLES_SCHEMA
+from spark_jobs.profile.keys import KEYS
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+Listed = tuple[str, str]  # (table_id, key as JSON text)
+
+
+@dataclass(frozen=True)
+class _Answer:
+    table_id: str
+    joinability: int
+    mapping: str  # JSON: key column -> the table's column
+
+
+# ---------------------------------------------------------------------- the stage's step
+def update_lists(
+    spark: SparkSession, store: LakeStore, settings: Settings, batch: ChangeBatch | None, version: int
+) -> dict[str, int]:
+    """Bring `mate_lists` to the index just written: every list (`batch` None, or no lists yet), else
+    the batch's share; lists that change are stamped with the index `version`. Called by the MATE
+    stage before its commit."""
+    headers = _headers(store)
+    wanted = _wanted(store, headers)
+    ids = {listed: i for i, listed in enumerate(sorted(wanted))}
+    full = batch is None or not store.exists(MATE_LISTS)
+    old = {} if full else _read_lists(store)
+    touched = set() if batch is None else set(batch.touched)
+    kept = {
+        listed: rows
+        for listed, rows in old.items()
+        if listed in wanted
+        and rows[0]["joinability"] != PENDING
+        and listed[0] not in touched
+        and not any(r["candidate_table_id"] in touched for r in rows)  # names a touched table
+    }
+    fresh = sorted(set(wanted) - set(kept))
+    # tables whose stored tuples change: those of fresh lists, of lists gone, and the touched
+    changing = {t for t, _ in fresh} | {t for t, _ in set(old) - set(kept)} | touched
+    tuples = _tuples(spark, store, settings, ids, wanted, [w for w in sorted(wanted) if w[0] in changing], full)
+    tuples = tuples.persist()
+    try:
+        _write_tuples(store, settings, tuples, ids, sorted(changing), full=full)
+        computed = _compute_fresh(spark, store, settings, wanted, ids, fresh, tuples, headers, version)
+    finally:
+        tuples.unpersist()
+    merged = 0
+    mergeable = [listed for listed, rows in kept.items() if rows[0]["joinability"] >= 0]
+    if batch is not None and batch.added and mergeable and not full:
+        merged = _merge_added(spark, store, settings, ids, mergeable, kept, sorted(batch.added), headers, version)
+    rows = [r for listed in sorted(kept) for r in kept[listed]] + computed
+    store.overwrite(MATE_LISTS, pa.Table.from_pylist(rows, schema=LISTS_SCHEMA))
+    markers = [r["joinability"] for r in rows if r["rank"] == 0]
+    counts = {
+        "mate_lists": len(wanted),
+        "mate_lists_computed": sum(1 for r in computed if r["rank"] == 0 and r["joinability"] >= 0),
+        "mate_lists_merged": merged,
+        "mate_lists_over_budget": markers.count(OVER_BUDGET),
+        "mate_lists_pending": markers.count(PENDING),
+    }
+    log.info("mate lists", extra=counts)
+    return counts
+
+
+def pending_lists(store: LakeStore) -> bool:
+    """Whether some lists wait for a later run (a run's budget was spent before them)."""
+    lists = store.read_arrow(MATE_LISTS, columns=["rank", "joinability"])
+    return bool(
+        pc.any(pc.and_(pc.equal(lists.column("rank"), 0), pc.equal(lists.column("joinability"), PENDING))).as_py()
+    )
+
+
+# ---------------------------------------------------------------------- which lists
+def _headers(store: LakeStore) -> dict[str, list[str]]:
+    if not store.exists(DATASETS):
+        return {}
+    data = store.read_arrow(DATASETS, columns=["table_id", "headers"])
+    return dict(zip(data.column("table_id").to_pylist(), data.column("headers").to_pylist(), strict=True))
+
+
+def _wanted(store: LakeStore, headers: Mapping[str, list[str]]) -> dict[Listed, list[int]]:
+    """(table_id, key JSON) -> the key's 1-based column positions ([] when a key column is not a
+    header of the table: the list is empty) for every list the lake's keys call for."""
+    if not store.exists(KEYS):
+        return {}
+    keys = store.read_arrow(KEYS, columns=["table_id", "columns", "score"]).to_pylist()
+    keys.sort(key=lambda r: (r["table_id"], -r["score"], r["columns"]))
+    out: dict[Listed, list[int]] = {}
+    for table_id, listed in choose_listed((r["table_id"], r["columns"]) for r in keys).items():
+        if table_id not in headers:
+            continue
+        for key in listed:
+            names = headers[table_id]
+            positions = [names.index(c) + 1 for c in key] if all(c in names for c in key) else []
+            out[(table_id, json.dumps(list(key)))] = positions
+    return out
+
+
+def _read_lists(store: LakeStore) -> dict[Listed, list[dict[str, Any]]]:
+    out: dict[Listed, list[dict[str, Any]]] = defaultdict(list)
+    for r in (
+        store.read_arrow(MATE_LISTS)
+        .sort_by([("table_id", "ascending"), ("key", "ascending"), ("rank", "ascending")])
+        .to_pylist()
+    ):
+        out[(r["table_id"], r["key"])].append(r)
+    return dict(out)
+
+
+# ---------------------------------------------------------------------- tuples
+def _lists_frame(
+    spark: SparkSession, wanted: Mapping[Listed, list[int]], ids: Mapping[Listed, int], which: Iterable[Listed]
+) -> DataFrame:
+    rows = [(ids[listed], listed[0], wanted[listed]) for listed in which if wanted[listed]]
+    return spark.createDataFrame(rows, "lid int, table_id string, positions array<int>")
+
+
+def _cells(postings: DataFrame) -> DataFrame:
+    """Posting lists -> one row per cell (table_id, token, row, col)."""
+    return postings.select("table_id", "token", F.inline(F.arrays_zip("rows", "cols"))).withColumnsRenamed(
+        {"rows": "row", "cols": "col"}
+    )
+
+
+def _postings(store: LakeStore, settings: Settings, table_ids: Sequence[str] | None) -> DataFrame:
+    columns = ["table_id", "token", "rows", "cols"]
+    if table_ids is None:
+        return store.read(MATE_POSTINGS, columns=columns)
+    buckets = sorted({table_bucket(t, settings.index.cells_buckets) for t in table_ids})
+    return store.read(MATE_POSTINGS, columns=columns, where={"bucket": buckets, "table_id": list(table_ids)})
+
+
+def _tuples(
+    spark: SparkSession,
+    store: LakeStore,
+    settings: Settings,
+    ids: Mapping[Listed, int],
+    wanted: Mapping[Listed, list[int]],
+    which: Sequence[Listed],
+    whole_lake: bool,
+) -> DataFrame:
+    """(lid, tokens) of the lists `which`: their tables' distinct complete key tuples."""
+    lists = _lists_frame(spark, wanted, ids, which)
+    tables = sorted({t for t, _ in which})
+    cells = _cells(_postings(store, settings, None if whole_lake else tables))
+    slots = lists.select("lid", "table_id", F.posexplode("positions").alias("slot", "col"))
+    keyed = cells.join(F.broadcast(slots), ["table_id", "col"])
+    rows = keyed.groupBy("lid", "row").agg(F.sort_array(F.collect_list(F.struct("slot", "token"))).alias("cells"))
+    sized = rows.join(F.broadcast(lists.select("lid", F.size("positions").alias("m"))), "lid")
+    complete = sized.where(F.size("cells") == F.col("m"))
+    return complete.select("lid", F.transform("cells", lambda c: c["token"]).alias("tokens")).distinct()
+
+
+def _write_tuples(
+    store: LakeStore,
+    settings: Settings,
+    tuples: DataFrame,
+    ids: Mapping[Listed, int],
+    tables: Sequence[str],
+    *,
+    full: bool,
+) -> None:
+    """Keep the tuples of `tables`' lists (all lists after a full computation) for later merges."""
+    names = tuples.sparkSession.createDataFrame(
+        [(i, t, k, table_bucket(t, settings.index.cells_buckets)) for (t, k), i in ids.items()],
+        "lid int, table_id string, key string, bucket int",
+    )
+    frame = tuples.join(F.broadcast(names), "lid").select(*TUPLES_SCHEMA.names)
+    if full:
+        store.overwrite(MATE_LIST_TUPLES, frame, partition_by=["bucket"])
+        return
+    buckets = sorted({table_bucket(t, settings.index.cells_buckets) for t in tables})
+    store.overwrite_where(
+        MATE_LIST_TUPLES,
+        frame,
+        column="table_id",
+        values=list(tables),
+        partitions={"bucket": buckets},
+        partition_by=["bucket"],
+    )
+
+
+# ---------------------------------------------------------------------- fresh lists
+def _compute_fresh(
+    spark: SparkSession,
+    store: LakeStore,
+    settings: Settings,
+    wanted: Mapping[Listed, list[int]],
+    ids: Mapping[Listed, int],
+    fresh: Sequence[Listed],
+    tuples: DataFrame,
+    headers: Mapping[str, list[str]],
+    version: int,
+) -> list[dict[str, Any]]:
+    """The rows of the lists `fresh`, each searched against the whole lake."""
+    if not fresh:
+        return []
+    by_id = {ids[listed]: listed for listed in fresh}
+    mine = tuples.join(F.broadcast(spark.createDataFrame([(i,) for i in by_id], "lid int")), "lid")
+    postings = store.read(MATE_POSTINGS, columns=["table_id", "token", "rows"])
+    init, costs = _initial_positions(mine, postings, {i: len(wanted[listed]) for i, listed in by_id.items()})
+    over = {lid for lid, cost in costs.items() if cost > MAX_LIST_PAIRS}
+    waiting = _beyond_run_budget({lid: cost for lid, cost in costs.items() if lid not in over}, by_id)
+    chosen = {lid: p for lid, p in init.items() if lid not in over | waiting}
+    searched = mine.join(F.broadcast(spark.createDataFrame(sorted(chosen.items()), "lid int, init int")), "lid")
+    owners = spark.createDataFrame([(i, listed[0]) for i, listed in by_id.items()], "lid int, owner string")
+    answers = _top_tables(searched, _postings(store, settings, None), owners) if chosen else {}
+    rows: list[dict[str, Any]] = []
+    for lid, listed in sorted(by_id.items(), key=lambda x: x[1]):
+        marker = OVER_BUDGET if lid in over else PENDING if lid in waiting else None
+        rows += _list_rows(listed, _named(answers.get(lid, []), listed, headers), version, marker)
+    return rows
+
+
+def _beyond_run_budget(costs: Mapping[int, int], by_id: Mapping[int, Listed]) -> set[int]:
+    """The lists left for a later run: after the cheapest (by pairs, then table and key) whose pairs
+    fit MAX_RUN_PAIRS together; the cheapest list is always computed, so every run makes progress."""
+    spent, out = 0, set()
+    for i, lid in enumerate(sorted(costs, key=lambda lid: (costs[lid], by_id[lid]))):
+        spent += costs[lid]
+        if i > 0 and spent > MAX_RUN_PAIRS:
+            out.add(lid)
+    return out
+
+
+def _initial_positions(
+    tuples: DataFrame, postings: DataFrame, sizes: Mapping[int, int]
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Each list's initial key position and the (tuple, item) pairs it gives: the fewest, the first
+    such position on a tie, as `search nary` chooses. Lists with no tuple are in neither."""
+    spread = tuples.select("lid", F.posexplode("tokens").alias("pos", "token"))
+    tokens = spread.select("token").distinct()
+    counts = postings.join(tokens, "token", "left_semi").groupBy("token").agg(F.sum(F.size("rows")).alias("n"))
+    summed = spread.join(counts, "token", "left").groupBy("lid", "pos")
+    by_list: dict[int, dict[int, int]] = defaultdict(dict)
+    for lid, pos, cost in summed.agg(F.sum(F.coalesce("n", F.lit(0))).alias("cost")).collect():
+        by_list[lid][pos] = int(cost)
+    init, costs = {}, {}
+    for lid, m in sizes.items():
+        if lid in by_list:
+            cost = [by_list[lid].get(p, 0) for p in range(m)]
+            init[lid], costs[lid] = cost.index(min(cost)), min(cost)
+    return init, costs
+
+
+def _top_tables(
+    tuples: DataFrame, postings: DataFrame, owners: DataFrame
+) -> dict[int, list[tuple[str, int, list[int]]]]:
+    """(lid, tokens, init) tuples against the `postings` (table_id, token, rows, cols) of the
+    candidate tables -> per list its top LIST_K (table_id, J, positions in key order), best first;
+    the list's own table (`owners`: lid, owner) is never a candidate."""
+    size = F.size("tokens")
+    others = F.filter(F.sequence(F.lit(0), size - 1), lambda p: p != F.col("init"))
+    t = tuples.withColumns({"o1": F.get(others, 0), "o2": F.get(others, 1)}).join(F.broadcast(owners), "lid")
+    t = t.withColumns({f"v{i}": F.get("tokens", F.col(p)) for i, p in enumerate(("init", "o1", "o2"))})
+    needed = tuples.select(F.explode("tokens").alias("token")).distinct()
+    cells = _cells(postings.join(needed, "token", "left_semi"))
+    first = cells.select(F.col("token").alias("v0"), "table_id", "row", F.col("col").alias("c0"))
+    pairs = t.join(first, "v0").where(F.col("table_id") != F.col("owner"))
+    for i in (1, 2):
+        other = cells.select(F.col("token").alias(f"v{i}"), "table_id", "row", F.col("col").alias(f"c{i}"))
+        pairs = pairs.join(other, [f"v{i}", "table_id", "row"], "inner" if i == 1 else "left")
+    pairs = pairs.where(F.col("v2").isNull() | F.col("c2").isNotNull())
+    in_key_order = [
+        F.when(F.col("init") == k, F.col("c0")).when(F.col("o1") == k, F.col("c1")).otherwise(F.col("c2"))
+        for k in range(3)
+    ]
+    combos = pairs.select("lid", "table_id", "tokens", F.slice(F.array(*in_key_order), 1, size).alias("combo"))
+    combos = combos.where(F.size(F.array_distinct("combo")) == F.size("combo"))
+    joined = combos.distinct().groupBy("lid", "table_id", "combo").agg(F.count("*").alias("j"))
+    best = Window.partitionBy("lid", "table_id").orderBy(F.col("j").desc(), F.col("combo"))
+    ranked = Window.partitionBy("lid").orderBy(F.col("j").desc(), F.col("table_id"))
+    top = joined.withColumn("n", F.row_number().over(best)).where("n = 1")
+    top = top.withColumn("rank", F.row_number().over(ranked)).where(F.col("rank") <= LIST_K)
+    out: dict[int, list[tuple[str, int, list[int]]]] = defaultdict(list)
+    for r in top.orderBy("lid", "rank").collect():
+        out[r["lid"]].append((r["table_id"], int(r["j"]), list(r["combo"])))
+    return out
+
+
+def _named(
+    found: Sequence[tuple[str, int, list[int]]], listed: Listed, headers: Mapping[str, list[str]]
+) -> list[_Answer]:
+    key = json.loads(listed[1])
+    return [
+        _Answer(t, j, json.dumps({name: headers[t][p - 1] for name, p in zip(key, combo, strict=True)}))
+        for t, j, combo in found
+    ]
+
+
+def _list_rows(
+    listed: Listed, answers: Sequence[_Answer], version: int, state: int | None = None
+) -> list[dict[str, Any]]:
+    """A list's rows: its rank-0 marker (joinability 0, or `state`: OVER_BUDGET, PENDING, when it was
+    not computed), then its answers."""
+    table_id, key = listed
+    head = {"table_id": table_id, "key": key, "rank": 0, "candidate_table_id": None, "version": version}
+    rows = [{**head, "joinability": 0 if state is None else state, "mapping": None}]
+    rows += [
+        {**head, "rank": rank, "candidate_table_id": a.table_id, "joinability": a.joinability, "mapping": a.mapping}
+        for rank, a in enumerate(answers if state is None else (), start=1)
+    ]
+    return rows
+
+
+# ---------------------------------------------------------------------- merging added tables
+def _merge_added(
+    spark: SparkSession,
+    store: LakeStore,
+    settings: Settings,
+    ids: Mapping[Listed, int],
+    mergeable: Sequence[Listed],
+    kept: dict[Listed, list[dict[str, Any]]],
+    added: Sequence[str],
+    headers: Mapping[str, list[str]],
+    version: int,
+) -> int:
+    """Merge the added tables into the lists `mergeable` of `kept` (in place): their stored tuples
+    against the added tables' items alone. Returns how many lists changed."""
+    by_id = {ids[listed]: listed for listed in mergeable}
+    lids = spark.createDataFrame([(i, *listed) for i, listed in by_id.items()], "lid int, table_id string, key string")
+    stored = store.read(MATE_LIST_TUPLES, columns=["table_id", "key", "tokens"])
+    tuples = stored.join(F.broadcast(lids), ["table_id", "key"]).select("lid", "tokens", F.lit(0).alias("init"))
+    owners = spark.createDataFrame([(i, listed[0]) for i, listed in by_id.items()], "lid int, owner string")
+    found = _top_tables(tuples, _postings(store, settings, added), owners)
+    changed = 0
+    for lid, answers in found.items():
+        listed = by_id[lid]
+        old = [_Answer(r["candidate_table_id"], r["joinability"], r["mapping"]) for r in kept[listed][1:]]
+        merged = sorted([*old, *_named(answers, listed, headers)], key=lambda a: (-a.joinability, a.table_id))[:LIST_K]
+        if merged != old:
+            kept[listed] = _list_rows(listed, merged, version)
+            changed += 1
+    return changed

@@ -92,7 +92,7 @@ def update_lists(
     fresh = sorted(set(wanted) - set(kept))
     # tables whose stored tuples change: those of fresh lists, of lists gone, and the touched
     changing = {t for t, _ in fresh} | {t for t, _ in set(old) - set(kept)} | touched
-    tuples = _tuples(spark, store, settings, ids, wanted, [w for w in sorted(wanted) if w[0] in changing], full)
+    tuples = _tuples(spark, store, settings, ids, wanted, [w for w in sorted(wanted) if w[0] in changing])
     tuples = tuples.persist()
     try:
         _write_tuples(store, settings, tuples, ids, sorted(changing), full=full)
@@ -192,12 +192,11 @@ def _tuples(
     ids: Mapping[Listed, int],
     wanted: Mapping[Listed, list[int]],
     which: Sequence[Listed],
-    whole_lake: bool,
 ) -> DataFrame:
-    """(lid, tokens) of the lists `which`: their tables' distinct complete key tuples."""
+    """(lid, tokens) of the lists `which`: their tables' distinct complete key tuples (only those
+    tables' posting lists are read)."""
     lists = _lists_frame(spark, wanted, ids, which)
-    tables = sorted({t for t, _ in which})
-    cells = _cells(_postings(store, settings, None if whole_lake else tables))
+    cells = _cells(_postings(store, settings, sorted({t for t, _ in which})))
     slots = lists.select("lid", "table_id", F.posexplode("positions").alias("slot", "col"))
     keyed = cells.join(F.broadcast(slots), ["table_id", "col"])
     rows = keyed.groupBy("lid", "row").agg(F.sort_array(F.collect_list(F.struct("slot", "token"))).alias("cells"))

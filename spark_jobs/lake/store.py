@@ -570,7 +570,7 @@ class LakeStore:
         the files' min/max statistics for the other columns."""
         actions = _add_actions(table)
         parts = set(table.metadata().partition_columns)
-        mask = pa.array(_in_ranges(actions, {c: v for c, v in (where or {}).items() if c not in parts}))
+        mask = pa.array(_in_ranges(actions, {c: v for c, v in (where or {}).items() if c not in parts}), pa.bool_())
         for col, vals in (where or {}).items():
             if col in parts:
                 hit = pc.is_in(

@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import Window
 from pyspark.sql import functions as F  # noqa: N812
 
@@ -119,10 +118,8 @@ def update_lists(
 
 def pending_lists(store: LakeStore) -> bool:
     """Whether some lists wait for a later run (a run's budget was spent before them)."""
-    lists = store.read_arrow(MATE_LISTS, columns=["rank", "joinability"])
-    return bool(
-        pc.any(pc.and_(pc.equal(lists.column("rank"), 0), pc.equal(lists.column("joinability"), PENDING))).as_py()
-    )
+    markers = store.read_arrow(MATE_LISTS, columns=["rank", "joinability"]).to_pylist()
+    return any(r["rank"] == 0 and r["joinability"] == PENDING for r in markers)
 
 
 # ---------------------------------------------------------------------- which lists

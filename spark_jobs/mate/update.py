@@ -203,7 +203,7 @@ def _write_batch(store: LakeStore, settings: Settings, spec: XashSpec, batch: Ch
 
 
 def _commit_state(store: LakeStore, base: MateState | None, spec: XashSpec, *, full: bool) -> MateState:
-    version = _next_version(base) - 1
+    version = base.index_version if base else 0
     n_tables = store.read_arrow(DATASETS, columns=["table_id"]).num_rows if store.exists(DATASETS) else 0
     state = MateState(index_version=version + 1, base_version=version, full=full, spec=spec, n_tables=n_tables)
     store.overwrite(MATE_STATE, state.table())
@@ -230,7 +230,7 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str
             log.warning("mate XASH spec changed: re-hashing every table", extra={"was": base.spec.as_dict()})
         _write_all(store, settings, spec)
         mode = "build"
-        lists = update_lists(spark, store, settings, batch if store.exists(MATE_LISTS) else None, _next_version(base))
+        lists = update_lists(spark, store, settings, batch, _next_version(base))  # all lists when none exist yet
     else:
         if batch.touched:
             _write_batch(store, settings, spec, batch)

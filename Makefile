@@ -13,7 +13,7 @@ demo: $(STAMP)
 	$(BIN)/juncture demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 # The tests not marked slow (a few minutes): the inner loop while changing code.
 test-fast: $(STAMP)

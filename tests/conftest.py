@@ -20,6 +20,26 @@ from catalog.db.engine import make_engine, upgrade_schema
 PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 _schema_counter = itertools.count(1)
 
+# `make test` runs two pytest workers (`-n 2 --dist loadfile`): a test file goes whole to one
+# worker (its module and session fixtures are built once). Files are handed out in collection
+# order, so the longest start first and the two workers end together: the kill campaign alone is
+# a quarter of the suite's time.
+LONGEST_FIRST = ("tests/reliability/test_kill_campaign.py", "tests/web/", "tests/airflow/")
+
+
+def _file(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slow = {_file(item.nodeid) for item in items if item.get_closest_marker("slow")}
+
+    def start_rank(item: pytest.Item) -> int:
+        ranks = [i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)]
+        return ranks[0] if ranks else len(LONGEST_FIRST) + (_file(item.nodeid) not in slow)
+
+    items.sort(key=start_rank)  # stable: a file's tests keep their order
+
 
 def cli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_url: str, toml: str) -> Path:
     """`tmp_path` as the working folder of `juncture` commands run in-process: no JUNCTURE_*

@@ -45,7 +45,15 @@ from pyspark.sql import functions as F  # noqa: N812
 
 from catalog.core.identity import table_bucket
 from catalog.core.settings import Settings
-from catalog.search.mate.lists import LIST_K, MAX_LIST_PAIRS, MAX_RUN_PAIRS, OVER_BUDGET, PENDING, choose_listed
+from catalog.search.mate.lists import (
+    LIST_K,
+    MAX_BATCH_PAIRS,
+    MAX_LIST_PAIRS,
+    MAX_RUN_PAIRS,
+    OVER_BUDGET,
+    PENDING,
+    choose_listed,
+)
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
 from spark_jobs.lake.store import LakeStore
@@ -91,13 +99,16 @@ def update_lists(
     fresh = sorted(set(wanted) - set(kept))
     # tables whose stored tuples change: those of fresh lists, of lists gone, and the touched
     changing = {t for t, _ in fresh} | {t for t, _ in set(old) - set(kept)} | touched
-    tuples = _tuples(spark, store, settings, ids, wanted, [w for w in sorted(wanted) if w[0] in changing])
-    tuples = tuples.persist()
-    try:
-        _write_tuples(store, settings, tuples, ids, sorted(changing), full=full)
-        computed = _compute_fresh(spark, store, settings, wanted, ids, fresh, tuples, headers, version)
-    finally:
-        tuples.unpersist()
+    which = [w for w in sorted(wanted) if w[0] in changing]  # holds every fresh list
+    computed: list[dict[str, Any]] = []
+    if full or which or changing & {t for t, _ in old}:  # else no stored tuple changes (a batch of unlisted tables)
+        tuples = _tuples(spark, store, settings, ids, wanted, which).persist()
+        try:
+            _write_tuples(store, settings, tuples, ids, sorted(changing), full=full)
+            budget = MAX_RUN_PAIRS if full or batch is None or batch.empty else MAX_BATCH_PAIRS
+            computed = _compute_fresh(spark, store, settings, wanted, ids, fresh, tuples, headers, version, budget)
+        finally:
+            tuples.unpersist()
     merged = 0
     mergeable = [listed for listed, rows in kept.items() if rows[0]["joinability"] >= 0]
     if batch is not None and batch.added and mergeable and not full:
@@ -242,8 +253,10 @@ def _compute_fresh(
     tuples: DataFrame,
     headers: Mapping[str, list[str]],
     version: int,
+    budget: int,
 ) -> list[dict[str, Any]]:
-    """The rows of the lists `fresh`, each searched against the whole lake."""
+    """The rows of the lists `fresh`, each searched against the whole lake, the cheapest first while
+    their pairs fit `budget`."""
     if not fresh:
         return []
     by_id = {ids[listed]: listed for listed in fresh}
@@ -251,7 +264,7 @@ def _compute_fresh(
     postings = store.read(MATE_POSTINGS, columns=["table_id", "token", "rows"])
     init, costs = _initial_positions(mine, postings, {i: len(wanted[listed]) for i, listed in by_id.items()})
     over = {lid for lid, cost in costs.items() if cost > MAX_LIST_PAIRS}
-    waiting = _beyond_run_budget({lid: cost for lid, cost in costs.items() if lid not in over}, by_id)
+    waiting = _beyond_budget({lid: cost for lid, cost in costs.items() if lid not in over}, by_id, budget)
     chosen = {lid: p for lid, p in init.items() if lid not in over | waiting}
     searched = mine.join(F.broadcast(spark.createDataFrame(sorted(chosen.items()), "lid int, init int")), "lid")
     owners = spark.createDataFrame([(i, listed[0]) for i, listed in by_id.items()], "lid int, owner string")
@@ -263,13 +276,13 @@ def _compute_fresh(
     return rows
 
 
-def _beyond_run_budget(costs: Mapping[int, int], by_id: Mapping[int, Listed]) -> set[int]:
+def _beyond_budget(costs: Mapping[int, int], by_id: Mapping[int, Listed], budget: int) -> set[int]:
     """The lists left for a later run: after the cheapest (by pairs, then table and key) whose pairs
-    fit MAX_RUN_PAIRS together; the cheapest list is always computed, so every run makes progress."""
+    fit `budget` together; the cheapest list is always computed, so every run makes progress."""
     spent, out = 0, set()
     for i, lid in enumerate(sorted(costs, key=lambda lid: (costs[lid], by_id[lid]))):
         spent += costs[lid]
-        if i > 0 and spent > MAX_RUN_PAIRS:
+        if i > 0 and spent > budget:
             out.add(lid)
     return out
 

@@ -238,6 +238,22 @@ def test_detected_key_and_a_spec_change(
         file_table_id("visits.csv"): [file_table_id("other.csv")],
         file_table_id("other.csv"): [file_table_id("visits.csv")],
     }
+    # a batch spends its own, smaller budget: of the two lists it changes, the cheaper is computed
+    _write(
+        folder / "visits.csv",
+        ["city", "day", "n"],
+        [["berlin", "mon", "1"], ["paris", "mon", "2"], ["berlin", "tue", "3"], ["rome", "wed", "4"]],
+    )
+    _write(
+        folder / "other.csv",
+        ["when", "where"],
+        [["mon", "berlin"], ["tue", "paris"], ["mon", "paris"], ["wed", "oslo"]],
+    )
+    assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
+    with monkeypatch.context() as patch:
+        patch.setattr(lake_lists, "MAX_BATCH_PAIRS", 1)
+        assert main(["index"]) == 0
+    assert len(_pending(catalog_url)) == 1
     _write(
         home / "q.csv",
         ["town", "weekday", "note"],
@@ -266,6 +282,7 @@ def test_detected_key_and_a_spec_change(
     assert state["full"] and json.loads(state["spec"])["bits"] == 256
     with open_catalog(catalog_url).connect() as conn:
         assert CatalogSource(conn).spec == XashSpec(bits=256)
+    assert _pending(catalog_url) == []  # the next batch went on with the waiting list
     capsys.readouterr()
     assert main(["search", "nary", "--csv", str(home / "q.csv"), "--key", "town,weekday", "--json"]) == 0
     got = [(r["table_id"], r["joinability"]) for r in json.loads(capsys.readouterr().out)]

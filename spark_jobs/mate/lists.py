@@ -86,6 +86,7 @@ def update_lists(
     wanted = _wanted(store, headers)
     ids = {listed: i for i, listed in enumerate(sorted(wanted))}
     full = batch is None or not store.exists(MATE_LISTS)
+    budget = MAX_RUN_PAIRS if batch is None or full or batch.empty else MAX_BATCH_PAIRS
     old = {} if full else _read_lists(store)
     touched = set() if batch is None else set(batch.touched)
     kept = {
@@ -105,7 +106,6 @@ def update_lists(
         tuples = _tuples(spark, store, settings, ids, wanted, which).persist()
         try:
             _write_tuples(store, settings, tuples, ids, sorted(changing), full=full)
-            budget = MAX_RUN_PAIRS if full or batch is None or batch.empty else MAX_BATCH_PAIRS
             computed = _compute_fresh(spark, store, settings, wanted, ids, fresh, tuples, headers, version, budget)
         finally:
             tuples.unpersist()

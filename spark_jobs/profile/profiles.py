@@ -338,10 +338,14 @@ def sampled_top_values(cells: DataFrame, k: int = TOP_K) -> DataFrame:
 
     sampled = cells.where((F.abs(F.xxhash64("table_id", "row")) % 100 < SAMPLE_PERCENT) & F.col("value").isNotNull())
     counted = sampled.groupBy("table_id", "col", "value").agg((F.count(F.lit(1)) * (100 // SAMPLE_PERCENT)).alias("n"))
-    # null-likes dropped per distinct value, after the count: one scan of the sample
-    sample = with_tokens(counted).where(F.col("token").isNotNull()).drop("token")
-    w = Window.partitionBy("table_id", "col").orderBy(F.col("n").desc(), F.col("value").asc())
-    return sample.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= k)
+    # Null-likes rank after every other value and are dropped after the ranking: a filter on
+    # `token` before it would be moved below the count (it depends on `value` alone) and normalize
+    # every sampled cell instead of every distinct value.
+    sample = with_tokens(counted)
+    order = (F.col("token").isNull(), F.col("n").desc(), F.col("value").asc())
+    w = Window.partitionBy("table_id", "col").orderBy(*order)
+    ranked = sample.withColumn("rank", F.row_number().over(w))
+    return ranked.where((F.col("rank") <= k) & F.col("token").isNotNull()).drop("token")
 
 
 # ---------------------------------------------------------------------------------------------- small batches

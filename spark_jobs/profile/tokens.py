@@ -105,11 +105,16 @@ def column_tokens(cells: DataFrame, datasets: DataFrame) -> DataFrame:
 
     raw = cells.groupBy("table_id", "bucket", "col", "value").agg(F.count(F.lit(1)).alias("m"))
     tokens = with_tokens(raw.where(F.col("value").isNotNull()))
+    # A null-like counts nothing, and its group is dropped after the last aggregation. A filter on
+    # `token` would depend on `value` alone, a grouping key of the first count, so Spark would move
+    # it below that aggregation and normalize every cell instead of every distinct value (the
+    # demo lake's 7.6 M cells: 40 s that way, 6 s this way).
+    counted = F.when(F.col("token").isNotNull(), F.col("m"))
     return (
-        tokens.where(F.col("token").isNotNull())
-        .join(column_headers_frame(datasets), ["table_id", "col"])
+        tokens.join(column_headers_frame(datasets), ["table_id", "col"])
         .groupBy("table_id", "bucket", "column_id", "token")
-        .agg(F.sum("m").cast("long").alias("n"))
+        .agg(F.sum(counted).cast("long").alias("n"))
+        .where(F.col("n").isNotNull())
     )
 
 

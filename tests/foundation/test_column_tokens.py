@@ -3,15 +3,20 @@ replaces exactly the tokens of a batch's tables."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import random
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from catalog.core.identity import column_headers, normalize_token, storable_text
 from catalog.core.settings import Settings
 from spark_jobs.crawl.land import ParsedTable, land_batch
+from spark_jobs.lake.bronze import CELLS_SCHEMA, DATASETS_SCHEMA
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile import tokens as column_tokens
+from spark_jobs.profile.profiles import sampled_top_values
 
 ALPHABET = [
     *"aZ09 .+-_/,'",
@@ -108,6 +113,29 @@ def test_spark_normalization_equals_the_python_contract(spark) -> None:  # type:
         if got[i] != normalize_token(values[i])
     ]
     assert mismatches == []
+
+
+def physical_plan(df: Any) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        df.explain()
+    return out.getvalue()
+
+
+def test_values_are_normalized_once_each_after_their_count(spark) -> None:  # type: ignore[no-untyped-def]
+    """The tokens and the profiles' top values count each column's distinct values, then normalize
+    those. Dropping the null-likes must not become a filter below the count: Spark moves a filter
+    on `token` there (it depends on `value` alone), and then normalizes every cell, the Python
+    function twice. In the plans: one Python evaluation, and no filter that normalizes."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    cells = spark.createDataFrame([], from_arrow_schema(CELLS_SCHEMA))
+    datasets = spark.createDataFrame([], from_arrow_schema(DATASETS_SCHEMA))
+    for df in (column_tokens.column_tokens(cells, datasets), sampled_top_values(cells)):
+        plan = physical_plan(df)
+        assert plan.count("ArrowEvalPython") == 1, plan
+        filters = [line for line in plan.splitlines() if "Filter" in line]
+        assert filters and not [f for f in filters if "regexp_" in f or "pythonUDF" in f], plan
 
 
 def table(tid: str, headers: list[str], rows: list[list[str | None]]) -> ParsedTable:

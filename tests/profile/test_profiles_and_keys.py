@@ -347,3 +347,30 @@ def test_search_of_a_wide_short_table_is_bounded_in_checks_and_keys() -> None:
     assert len(search.keys) <= key_search.MAX_KEYS
     assert search.n_checked * key_search.CHECK_OVERHEAD <= key_search.MAX_WORK
     assert all(len(k.columns) == 3 for k in search.keys)
+
+
+def test_sampled_top_values_rank_past_the_null_likes(spark) -> None:  # type: ignore[no-untyped-def]
+    """A large table's top values come from a 1% row sample. Here its commonest values are
+    null-likes, which take no place in the top k: the k values are the sample's k commonest real
+    ones (ties by value), ranked 1 to k, with their counts scaled to the table."""
+    from collections import Counter
+
+    from pyspark.sql import functions as F  # noqa: N812
+
+    rnd = random.Random(3)
+    real = [f"v{i:02d}" for i in range(15)] + ["Zürich", "ZÜRICH"]
+    values = [rnd.choice(["NULL", " n/a", "None"]) if rnd.random() < 0.6 else rnd.choice(real) for _ in range(40_000)]
+    cells = spark.createDataFrame(
+        [("file:big.csv", 0, r, 1, v) for r, v in enumerate(values)],
+        "table_id string, bucket int, row long, col int, value string",
+    )
+    # which rows the sample holds is the profile's own rule (not what this test checks)
+    in_sample = F.abs(F.xxhash64("table_id", "row")) % 100 < profile_columns.SAMPLE_PERCENT
+    rows = [r["row"] for r in cells.where(in_sample).select("row").collect()]
+    counts = Counter(values[r] for r in rows if normalize_token(values[r]) is not None)
+    scale = 100 // profile_columns.SAMPLE_PERCENT
+    want = sorted(((v, n * scale) for v, n in counts.items()), key=lambda x: (-x[1], x[0]))[: profile_columns.TOP_K]
+
+    got = profile_columns.sampled_top_values(cells).orderBy("rank").collect()
+    assert [r["rank"] for r in got] == list(range(1, len(want) + 1)) and len(want) == profile_columns.TOP_K
+    assert [(r["value"], r["n"]) for r in got] == want

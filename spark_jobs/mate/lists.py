@@ -22,7 +22,8 @@ A batch changes only what it can, exactly (the lists are exact top-k lists):
   table is unknown), as is every list of an added table and every list whose key is new;
 * every other list can only gain added tables: its stored tuples are joined with the added tables'
   items alone and the answers merged in (a table outside a list was beaten by k tables that are
-  all still there).
+  all still there), unless the added tables take the list's pairs over the per-list bound: then it
+  is marked over budget, as computing it again would mark it.
 
 Lake tables (part of the `mate` unit, so lists and index share one commit point):
 `mate_lists` (small: every list's rows, rank 0 a marker, `version` the index version that last
@@ -380,14 +381,28 @@ def _merge_added(
     version: int,
 ) -> int:
     """Merge the added tables into the lists `mergeable` of `kept` (in place): their stored tuples
-    against the added tables' items alone. Returns how many lists changed."""
+    against the added tables' items alone, each from the key position that pairs with the fewest
+    of them. A list the added tables take past the per-list bound becomes over budget, as it would
+    if it were computed again (the bound is on the whole lake's pairs). Returns how many lists
+    changed."""
     by_id = {ids[listed]: listed for listed in mergeable}
+    sizes = {lid: len(json.loads(listed[1])) for lid, listed in by_id.items()}
     lids = spark.createDataFrame([(i, *listed) for i, listed in by_id.items()], "lid int, table_id string, key string")
     stored = store.read(MATE_LIST_TUPLES, columns=["table_id", "key", "tokens"])
-    tuples = stored.join(F.broadcast(lids), ["table_id", "key"]).select("lid", "tokens", F.lit(0).alias("init"))
-    owners = spark.createDataFrame([(i, listed[0]) for i, listed in by_id.items()], "lid int, owner string")
-    found = _top_tables(tuples, _postings(store, settings, added), owners)
-    changed = 0
+    tuples = stored.join(F.broadcast(lids), ["table_id", "key"]).select("lid", "tokens").persist()
+    try:
+        _, costs = _initial_positions(tuples, store.read(MATE_POSTINGS, columns=["table_id", "token", "rows"]), sizes)
+        over = {lid for lid, cost in costs.items() if cost > MAX_LIST_PAIRS}
+        init, pairs = _initial_positions(tuples, _postings(store, settings, added), sizes)
+        start = {lid: p for lid, p in init.items() if lid not in over and pairs[lid] > 0}
+        searched = tuples.join(F.broadcast(spark.createDataFrame(sorted(start.items()), "lid int, init int")), "lid")
+        owners = spark.createDataFrame([(i, listed[0]) for i, listed in by_id.items()], "lid int, owner string")
+        found = _top_tables(searched, _postings(store, settings, added), owners) if start else {}
+    finally:
+        tuples.unpersist()
+    for lid in over:
+        kept[by_id[lid]] = _list_rows(by_id[lid], [], version, OVER_BUDGET)
+    changed = len(over)
     for lid, answers in found.items():
         listed = by_id[lid]
         old = [_Answer(r["candidate_table_id"], r["joinability"], r["mapping"]) for r in kept[listed][1:]]

@@ -289,3 +289,46 @@ def test_detected_key_and_a_spec_change(
     assert got == [(file_table_id("other.csv"), 3), (file_table_id("visits.csv"), 2), (file_table_id("more.csv"), 1)]
     assert main(["search", "nary", "--csv", str(home / "q.csv"), "--key", "town"]) == 2
     assert main(["search", "nary", "--csv", str(home / "missing.csv"), "--key", "a,b"]) == 2
+
+
+def test_added_tables_take_a_list_over_its_bound(
+    home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-list bound is on the whole lake's pairs, however a list got there: after a batch that
+    only adds tables, the lists over it are exactly those the oracle's pair count puts over it,
+    including lists computed before that the batch would merge into, and the others (some of them
+    merged with an added table) equal the oracle's search."""
+    folder = home / "files"
+    tables, _ = random_lake(21, n_tables=12, key_size=2)
+    for table_id, headers, rows in tables:
+        _write(folder / f"{table_id}.csv", headers, rows)
+    assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
+    assert main(["index"]) == 0  # every list computed: the default bound is far above this lake's
+    with open_catalog(catalog_url).connect() as conn:
+        listed = sorted((t, tuple(k)) for t, keys in listed_keys(conn).items() for k in keys)
+    old_lake = _lake_tables(folder)
+    more, _ = random_lake(22, n_tables=6, key_size=2)
+    for table_id, headers, rows in more:
+        _write(folder / f"new_{table_id}.csv", headers, rows)
+    own = {t[0]: t for t in old_lake}
+
+    def bounds(lake: list[Table]) -> dict[tuple[str, tuple[str, ...]], int]:
+        return {(t, k): pair_bound(lake, own[t][1], own[t][2], list(k)) for t, k in listed}
+
+    before, after = bounds(old_lake), bounds(_lake_tables(folder))
+    grown = [x for x in listed if after[x] > before[x]]
+    # a bound one grown list crosses in the batch while another grown list stays under it
+    limit = next(
+        (
+            b
+            for b in sorted(set(before.values()))
+            if any(before[x] <= b < after[x] for x in grown) and any(after[x] <= b for x in grown)
+        ),
+        None,
+    )
+    assert limit is not None, (before, after)
+    assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
+    with monkeypatch.context() as patch:
+        patch.setattr(lake_lists, "MAX_LIST_PAIRS", limit)
+        assert main(["index"]) == 0
+    _check_lists(home, catalog_url, capsys, budgets=(limit, 10**12))

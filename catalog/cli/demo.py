@@ -11,6 +11,7 @@ table is gone from the catalog.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -219,6 +220,7 @@ def run_demo(ctx: CliContext) -> int:
                 print(f"\n$ juncture lookup table {iris}\n  {e}: the deleted table is gone from the catalog")
     finally:
         portal.stop()
+        shutil.rmtree(portal_dir, ignore_errors=True)  # the seeded files (40 MB), every run
     print(
         "\nDone. Try `juncture lookup joinable ID`, `juncture search join --values FILE`, "
         "`juncture search contain --values FILE --threshold 0.8`, "

@@ -150,3 +150,30 @@ def test_quiet_and_verbose_are_exclusive(capsys: pytest.CaptureFixture[str]) -> 
     with pytest.raises(SystemExit) as exit_:
         main(["-q", "-v", "lookup", "table", "x"])
     assert exit_.value.code == 2
+
+
+def test_the_demo_removes_its_portal_files_even_when_a_dag_fails(
+    tmp_path: Path, catalog_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`juncture demo` seeds a local portal in a temporary folder (about 40 MB of real tables); it
+    is removed when the demo ends, however it ends (every `make demo` used to leave one)."""
+    import tempfile
+
+    from catalog.cli.context import CliContext
+    from catalog.cli.demo import run_demo
+    from spark_jobs.orchestration import airflow_runner
+    from tests.conftest import make_settings
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+
+    def failing_dag(*args: object, **kwargs: object) -> None:
+        assert list(scratch.glob("juncture-demo-portal-*/*")), "the portal is seeded before the first DAG"
+        raise RuntimeError("lake_crawl failed")
+
+    monkeypatch.setattr(airflow_runner, "run_dag", failing_dag)
+    ctx = CliContext(make_settings(tmp_path / "home", catalog_url=catalog_url))
+    with pytest.raises(RuntimeError, match="lake_crawl failed"):
+        run_demo(ctx)
+    assert list(scratch.iterdir()) == []

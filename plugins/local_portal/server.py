@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shutil
 import tempfile
 import threading
 import time
@@ -270,10 +271,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class PortalHandle:
-    """A running portal: `.url`, `.store` (script datasets), `.add_fault(...)`, `.stop()`."""
+    """A running portal: `.url`, `.store` (script datasets), `.add_fault(...)`, `.stop()`. A
+    `scratch` folder (the portal's own temporary data) is removed when it stops."""
 
-    def __init__(self, server: PortalServer, thread: threading.Thread) -> None:
-        self.server, self.thread = server, thread
+    def __init__(self, server: PortalServer, thread: threading.Thread, scratch: Path | None = None) -> None:
+        self.server, self.thread, self.scratch = server, thread, scratch
         self.store = server.store
         host, port = server.server_address[:2]
         self.port = int(port)
@@ -297,6 +299,8 @@ class PortalHandle:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=10)
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
     def __enter__(self) -> PortalHandle:
         return self
@@ -310,16 +314,24 @@ def serve_in_background(
 ) -> PortalHandle:
     """Start the portal on 127.0.0.1:`port` (0: any free port) in a daemon thread.
 
-    `data_dir` defaults to a fresh temporary folder; an empty folder is seeded with real tables
-    when `seed` is given ("demo" or "all", see `plugins.local_portal.seed`)."""
+    `data_dir` defaults to a fresh temporary folder, removed when the portal stops (the demo seed
+    is about 40 MB); an empty folder is seeded with real tables when `seed` is given ("demo" or
+    "all", see `plugins.local_portal.seed`)."""
 
-    data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="juncture-portal-"))
-    store = PortalStore(data_dir, domain=domain)
-    if seed and not store.datasets:
-        from plugins.local_portal.seed import seed_real_tables  # deferred: seed data packages load only to seed
+    scratch: Path | None = None
+    if data_dir is None:
+        scratch = data_dir = Path(tempfile.mkdtemp(prefix="juncture-portal-"))
+    try:
+        store = PortalStore(Path(data_dir), domain=domain)
+        if seed and not store.datasets:
+            from plugins.local_portal.seed import seed_real_tables  # deferred: seed data packages load only to seed
 
-        seed_real_tables(store, seed)
-    server = PortalServer(store, port)
+            seed_real_tables(store, seed)
+        server = PortalServer(store, port)
+    except BaseException:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
     thread = threading.Thread(target=server.serve_forever, name="juncture-portal", daemon=True)
     thread.start()
-    return PortalHandle(server, thread)
+    return PortalHandle(server, thread, scratch)

@@ -169,7 +169,7 @@ def test_the_demo_removes_its_portal_files_even_when_a_dag_fails(
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
 
     def failing_dag(*args: object, **kwargs: object) -> None:
-        assert list(scratch.glob("juncture-demo-portal-*/*")), "the portal is seeded before the first DAG"
+        assert list(scratch.glob("juncture-portal-*/*")), "the portal is seeded before the first DAG"
         raise RuntimeError("lake_crawl failed")
 
     monkeypatch.setattr(airflow_runner, "run_dag", failing_dag)

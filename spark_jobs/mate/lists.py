@@ -393,11 +393,12 @@ def _merge_added(
     try:
         _, costs = _initial_positions(tuples, store.read(MATE_POSTINGS, columns=["table_id", "token", "rows"]), sizes)
         over = {lid for lid, cost in costs.items() if cost > MAX_LIST_PAIRS}
-        init, pairs = _initial_positions(tuples, _postings(store, settings, added), sizes)
+        added_postings = _postings(store, settings, added)
+        init, pairs = _initial_positions(tuples, added_postings, sizes)
         start = {lid: p for lid, p in init.items() if lid not in over and pairs[lid] > 0}
         searched = tuples.join(F.broadcast(spark.createDataFrame(sorted(start.items()), "lid int, init int")), "lid")
         owners = spark.createDataFrame([(i, listed[0]) for i, listed in by_id.items()], "lid int, owner string")
-        found = _top_tables(searched, _postings(store, settings, added), owners) if start else {}
+        found = _top_tables(searched, added_postings, owners) if start else {}
     finally:
         tuples.unpersist()
     for lid in over:

@@ -49,6 +49,7 @@ from spark_jobs.josie.tables import (
 )
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.commit_point import batch_store, begin, commit
+from spark_jobs.lake.frames import local_frame
 from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.manifest import Manifest
 from spark_jobs.lake.store import LakeStore
@@ -111,7 +112,7 @@ def dense_index(df: DataFrame, order: Sequence[Any], name: str, *, start: int = 
     for pid, n in counts:
         offsets.append((int(pid), int(total)))
         total += n
-    off = spark.createDataFrame(offsets, "_pid long, _off long")
+    off = local_frame(spark, offsets, "_pid long, _off long")
     mask = (1 << _MONO_SHIFT) - 1
     return (
         ordered.withColumn("_pid", F.shiftright("_mono", _MONO_SHIFT))
@@ -311,7 +312,8 @@ def build(spark: SparkSession, store: LakeStore, *, batch_id: int = 0, hash_modu
     if store.exists(COLUMN_TOKENS):
         ct = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token"])
     else:
-        ct = spark.createDataFrame(
+        ct = local_frame(
+            spark,
             [],
             from_arrow_schema(
                 pa.schema([("table_id", pa.string()), ("column_id", pa.string()), ("token", pa.string())])

@@ -60,6 +60,7 @@ from spark_jobs.josie.tables import (
 )
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.commit_point import applied_batch, batch_store, begin, commit
+from spark_jobs.lake.frames import local_frame
 from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.store import LakeStore
 
@@ -74,7 +75,7 @@ def rebuild_due(state: JosieState, settings: Settings) -> bool:
 
 
 def _empty_column_tokens(spark: SparkSession) -> DataFrame:
-    return spark.createDataFrame([], "table_id string, column_id string, token string")
+    return local_frame(spark, [], "table_id string, column_id string, token string")
 
 
 def use_driver(state: JosieState, settings: Settings) -> bool:
@@ -128,7 +129,7 @@ def update(spark: SparkSession, store: LakeStore, batch: ChangeBatch, *, n_bucke
         if sid is None:
             sid, next_set_id = next_set_id, next_set_id + 1
         mapping.append((int(sid), r["table_id"], r["column_id"]))
-    col_map = spark.createDataFrame(mapping, "set_id long, table_id string, column_id string")
+    col_map = local_frame(spark, mapping, "set_id long, table_id string, column_id string")
 
     # Token ids: known tokens keep theirs; new ones are appended to the order.
     pairs = new_ct.join(F.broadcast(col_map), ["table_id", "column_id"]).select("set_id", "token")

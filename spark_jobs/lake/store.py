@@ -56,6 +56,7 @@ from deltalake.transaction import AddAction, RemoveAction, create_table_with_add
 
 from catalog.core.errors import LakeError
 from spark_jobs.lake import faults
+from spark_jobs.lake.frames import local_frame
 from spark_jobs.lake.manifest import ABSENT, MANIFEST_SUFFIX, Manifest, manifest_table
 
 if TYPE_CHECKING:
@@ -357,7 +358,7 @@ class LakeStore:
                 df = spark.read.schema(schema).option("basePath", self.uri(name)).parquet(*files)
                 df = df.select(*schema.fieldNames())
             else:
-                df = spark.createDataFrame([], schema)
+                df = local_frame(spark, [], schema)
         df = _spark_filter(df, where)
         return df.select(*columns) if columns else df
 

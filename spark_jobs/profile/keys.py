@@ -43,6 +43,7 @@ from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import CELLS
 from spark_jobs.lake.commit_point import UnitSpec, applied_batch, batch_store, begin, commit
+from spark_jobs.lake.frames import local_frame
 from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.store import CommitResult, LakeStore
 from spark_jobs.profile.profiles import COLUMN_PROFILES, DRIVER_MAX_CELLS
@@ -193,7 +194,7 @@ def detect(
             if part.num_rows:
                 found.extend(_keys_of_table(part, meta=meta, max_work=max_work).to_pylist())
     elif eligible:
-        wanted = spark.createDataFrame(eligible, "table_id string, col int")
+        wanted = local_frame(spark, eligible, "table_id string, col int")
         cells = (
             store.read(CELLS, where={"bucket": buckets, "table_id": list(batch.added)})
             .select("table_id", "row", "col", "value")

@@ -27,6 +27,7 @@ from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import CELLS, DATASETS
 from spark_jobs.lake.commit_point import UnitSpec, applied_batch, batch_store, begin, commit
+from spark_jobs.lake.frames import local_frame
 from spark_jobs.lake.job_main import batch_job_main
 from spark_jobs.lake.store import CommitResult
 
@@ -129,7 +130,7 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> CommitRe
     cells = store.read(CELLS, where={"bucket": buckets, "table_id": list(batch.added)}) if batch.added else None
     datasets = store.read(DATASETS, where={"table_id": list(batch.added)}) if batch.added else None
     if cells is None or datasets is None:
-        result = spark.createDataFrame([], from_arrow_schema(TOKENS_SCHEMA))
+        result = local_frame(spark, [], from_arrow_schema(TOKENS_SCHEMA))
     else:
         result = column_tokens(cells, datasets)
     out = store.overwrite_where(

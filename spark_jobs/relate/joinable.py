@@ -65,6 +65,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
+from spark_jobs.lake.frames import local_frame
 from spark_jobs.lake.store import CommitResult, LakeStore
 from spark_jobs.profile.tokens import COLUMN_TOKENS
 from spark_jobs.relate.overlap_count import TOP_SCHEMA, Groups, top_k_batches
@@ -237,7 +238,7 @@ def key_columns(spark: SparkSession, store: LakeStore) -> DataFrame:
     `columns` entries may be headers or column ids; both are accepted."""
 
     if not store.exists(KEYS):
-        return spark.createDataFrame([], "column_id string")
+        return local_frame(spark, [], "column_id string")
     keys = store.read(KEYS)
     single = keys.where((F.size("columns") == 1) & F.col("exact"))
     entry = F.col("columns")[0]
@@ -382,7 +383,7 @@ def update(
     begins and commits it."""
 
     if not store.exists(COLUMN_TOKENS):
-        tokens = spark.createDataFrame([], "table_id string, column_id string, token string, n long")
+        tokens = local_frame(spark, [], "table_id string, column_id string, token string, n long")
     else:
         tokens = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token", "n"])
     keys = key_columns(spark, store)

@@ -35,6 +35,7 @@ from catalog.core.identity import table_bucket
 from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
+from spark_jobs.lake.frames import local_frame
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile.tokens import COLUMN_TOKENS, column_headers_frame
 from spark_jobs.relate.union_score import SHAPE_DIGITS, SHAPE_LENGTH, SHAPE_WORDS
@@ -188,7 +189,7 @@ def update_features(
     """Bring gold `unionable_features` to `batch` (every column again when `full` or the table is new,
     else the batch's tables only) and return it. Part of the relate unit."""
     if not store.exists(COLUMN_TOKENS) or not store.exists(DATASETS):
-        return spark.createDataFrame([], from_arrow_schema(FEATURES_SCHEMA))
+        return local_frame(spark, [], from_arrow_schema(FEATURES_SCHEMA))
     columns = ["table_id", "column_id", "token", "n"]
     if full or not store.exists(UNIONABLE_FEATURES):
         store.overwrite(UNIONABLE_FEATURES, column_features(store, store.read(COLUMN_TOKENS, columns=columns)))

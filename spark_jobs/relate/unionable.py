@@ -50,6 +50,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
+from spark_jobs.lake.frames import local_frame
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile.tokens import column_headers_frame
 from spark_jobs.relate.joinable import JOINABLE, JOINABLE_CHANGES
@@ -192,7 +193,7 @@ def affected_tables(
     max_tables: int,
 ) -> DataFrame:
     """(table_id) of the tables whose lists the batch can change (see the module docstring)."""
-    touched = spark.createDataFrame([(t,) for t in batch.touched], "table_id string")
+    touched = local_frame(spark, [(t,) for t in batch.touched], "table_id string")
     t1 = touched
     if store.exists(JOINABLE_CHANGES):
         t1 = t1.unionByName(store.read(JOINABLE_CHANGES, where={"batch_id": [batch.batch_id]}).select("table_id"))
@@ -374,7 +375,7 @@ def rank_all(
 
 # ---------------------------------------------------------------------- the stage
 def _empty(spark: SparkSession, schema: pa.Schema | str) -> DataFrame:
-    return spark.createDataFrame([], schema if isinstance(schema, str) else from_arrow_schema(schema))
+    return local_frame(spark, [], schema if isinstance(schema, str) else from_arrow_schema(schema))
 
 
 def update(
@@ -413,7 +414,7 @@ def update(
         recorded = headers.select("table_id").distinct()
         if store.exists(UNIONABLE):
             recorded = recorded.unionByName(store.read(UNIONABLE).select("table_id")).distinct()
-        recorded = recorded.unionByName(spark.createDataFrame([(t,) for t in batch.touched], "table_id string"))
+        recorded = recorded.unionByName(local_frame(spark, [(t,) for t in batch.touched], "table_id string"))
     if record_changes:
         rows = recorded.distinct().select(F.lit(batch.batch_id).cast("long").alias("batch_id"), "table_id")
         store.append(UNIONABLE_CHANGES, rows)

@@ -22,7 +22,9 @@ Per lake scale, in one run on the same machine:
   every column's exact top-10 joinable list (distinct-value overlap) through an in-memory inverted
   index token -> columns. Its pair counting costs the sum of squared posting-list lengths, so at
   16× it runs for hours: `--baseline-scales` picks the scales it runs at (default: all);
-* Juncture: crawl + each stage (`BatchReport.seconds`) of the full lake; Spark start-up is timed
+* Juncture: crawl + each stage (`BatchReport.seconds`) of the full lake, then, apart, the backlog run
+  `juncture index` makes once the batch is published (`spark_jobs.orchestration.backlog`: lists an
+  earlier run left pending within its budget); Spark start-up is timed
   once, apart, before the first stage, and so is a warm-up (the small seed indexed once in a
   throwaway home: the session's first jobs pay for class loading and JIT, which would otherwise
   fall on the first scale's full run; `--no-warm-up` leaves it there, as a cold process has it);
@@ -69,6 +71,7 @@ from catalog.core.settings import Settings, load_settings
 from catalog.db.engine import open_catalog
 from catalog.search.family import JoinRequest, join_methods
 from spark_jobs.crawl.crawl import run_crawl
+from spark_jobs.orchestration.backlog import work_backlog
 from spark_jobs.orchestration.pipeline import index_pending
 
 if TYPE_CHECKING:
@@ -210,6 +213,9 @@ class Run:
     failed: tuple[str, ...] = ()  # table ids the crawl could not read
     # relate's joinable and unionable seconds, and each publisher's ("publish mate")
     relate_parts: dict[str, float] = dataclasses.field(default_factory=dict)
+    # the backlog run after the batches were published (lists earlier runs left pending), not in
+    # `total`: the batch's changes are published before it starts
+    backlog: float = 0.0
 
     @property
     def total(self) -> float:
@@ -245,7 +251,10 @@ def crawl_and_index(spark: SparkSession, settings: Settings, folder: Path, label
         for part, seconds in (published.get("seconds") or {}).items():
             parts[f"publish {part}"] = parts.get(f"publish {part}", 0.0) + seconds
     failed = tuple(table_id for table_id, _ in report.failures)
-    return Run(label, report.new + report.changed, report.deleted, crawl_s, stages, failed, parts)
+    t0 = time.perf_counter()
+    work_backlog(spark, settings)
+    backlog_s = time.perf_counter() - t0
+    return Run(label, report.new + report.changed, report.deleted, crawl_s, stages, failed, parts, backlog_s)
 
 
 def drop_failed(folder: Path, base: Baseline, failed: Sequence[str]) -> None:
@@ -370,6 +379,7 @@ def bench_scale(
         run = crawl_and_index(spark, settings, folder, label)
         runs.append(run)
         out.write(f"{label}: +{run.n_added} -{run.n_deleted} tables, crawl {run.crawl:.1f}s, stages {run.stages}\n")
+        out.write(f"  then the backlog: {run.backlog:.1f}s\n")
         if run.relate_parts:
             out.write(f"  parts: {', '.join(f'{p} {s:.1f}s' for p, s in run.relate_parts.items())}\n")
         if run.failed:
@@ -386,7 +396,7 @@ def bench_scale(
 # ------------------------------------------------------------------------------------- the report
 def print_table(results: Sequence[ScaleResult], startup: float, out: Any) -> None:
     stage_names = list(dict.fromkeys(name for r in results for run in r.runs for name in run.stages))
-    head = ["scale", "tables", "baseline", "run", "+add/-del", "crawl", *stage_names, "total"]
+    head = ["scale", "tables", "baseline", "run", "+add/-del", "crawl", *stage_names, "total", "then backlog"]
     rows = []
     for r in results:
         for run in r.runs:
@@ -394,7 +404,7 @@ def print_table(results: Sequence[ScaleResult], startup: float, out: Any) -> Non
             cells = [f"{run.stages.get(n, 0.0):.1f}" for n in stage_names]
             batch = f"+{run.n_added}/-{run.n_deleted}"
             first = [f"{r.scale}×", f"{r.n_tables:,}", base, run.label, batch, f"{run.crawl:.1f}"]
-            rows.append([*first, *cells, f"{run.total:.1f}"])
+            rows.append([*first, *cells, f"{run.total:.1f}", f"{run.backlog:.1f}"])
     table = [head, *rows]
     widths = [max(len(x) for x in col) for col in zip(*table, strict=True)]
     out.write("\nseconds (Spark start-up apart)\n")

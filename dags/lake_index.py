@@ -1,4 +1,5 @@
-"""lake_index: apply pending change batches — one task per pipeline stage — then publish.
+"""lake_index: apply pending change batches — one task per pipeline stage — then publish, then
+work on the backlog (the precomputed lists earlier runs left pending; `spark_jobs.orchestration.backlog`).
 
 Runs on the lake-changes asset (lake_crawl) and on manual triggers whose conf names tables to add
 (files, folders or configured sources) or delete (table ids); the manual request is first landed
@@ -65,6 +66,12 @@ def lake_index() -> None:
     def has_work(batch_ids: list[int]) -> bool:
         return bool(batch_ids)
 
+    @task
+    def backlog() -> dict:
+        from spark_jobs.orchestration import tasks as dag_tasks  # deferred: DAG files parse without loading the jobs
+
+        return dag_tasks.work_backlog()
+
     @task.short_circuit
     def rebuild_needed() -> bool:
         from spark_jobs.orchestration import tasks as dag_tasks  # deferred: DAG files parse without loading the jobs
@@ -78,7 +85,7 @@ def lake_index() -> None:
         trigger_dag_id="lake_rebuild",
         conf={"reason": "an index family is due for a rebuild"},
     )
-    chain(land_manual(), pending, has_work(pending), *stages, rebuild_needed(), trigger)  # type: ignore[arg-type]
+    chain(land_manual(), pending, has_work(pending), *stages, backlog(), rebuild_needed(), trigger)  # type: ignore[arg-type]
 
 
 lake_index()

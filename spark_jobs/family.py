@@ -8,7 +8,12 @@ publish, the rebuild and the DAGs need from it.
   Ensemble repartitions, PEXESO re-pivots); None when an update leaves nothing to tidy;
 * `rebuild_due(spark, settings)`: whether incremental updates degraded it enough to rebuild now;
 * `publish(session, store, batch)`: brings the family's catalog tables to the lake state `store`
-  reads (a batch's, inside that batch's publish transaction; `batch` None after a rebuild).
+  reads (a batch's, inside that batch's publish transaction; `batch` None after a rebuild or the
+  backlog);
+* `backlog(spark, settings)` and `backlog_due(spark, settings)`: work an earlier run left for later
+  within its budget (MATE's pending n-ary lists), done after the batches are published
+  (`spark_jobs.orchestration.backlog`) so that a small batch is not held up by it; None when a
+  family leaves none.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ class IndexFamily:
     publish: FamilyPublisher
     rebuild: Callable[[SparkSession, Settings], dict[str, Any]] | None = None
     rebuild_due: Callable[[SparkSession | None, Settings], bool] | None = None
+    backlog: Callable[[SparkSession, Settings], dict[str, Any]] | None = None
+    backlog_due: Callable[[SparkSession | None, Settings], bool] | None = None
 
 
 def pipeline_families() -> list[IndexFamily]:

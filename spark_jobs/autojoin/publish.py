@@ -43,17 +43,20 @@ def transform_lists_publisher(settings: Settings) -> FamilyPublisher:
     the cells' buckets to read a table from)."""
 
     def publish_transform_lists(session: Session, store: LakeStore, batch: ChangeBatch | None) -> dict[str, int]:
-        """A batch's lists (`batch` None after a rebuild: no table changed, pending lists are learned)."""
-        return refresh_lists(session.connection(), store, settings, () if batch is None else batch.touched)
+        """A batch's lists (`batch` None after a rebuild or for the backlog: no table changed,
+        pending lists are learned)."""
+        touched = () if batch is None else batch.touched
+        return refresh_lists(session.connection(), store, settings, touched, backlog=batch is None)
 
     return publish_transform_lists
 
 
 def refresh_lists(
-    conn: Connection, store: LakeStore, settings: Settings, touched: Collection[str] | None
+    conn: Connection, store: LakeStore, settings: Settings, touched: Collection[str] | None, *, backlog: bool = True
 ) -> dict[str, int]:
     """Bring the lists to the lake `store` reads, the programs of pairs of tables not `touched`
-    kept (`touched` None: every pair learned again, a full build)."""
+    kept (`touched` None: every pair learned again, a full build); without `backlog`, the lists
+    an earlier publish left pending wait (`refresh_transform_lists`)."""
     if not store.exists(COLUMN_TOKENS):
         return {}
     cfg = autojoin_settings(settings)
@@ -61,7 +64,9 @@ def refresh_lists(
     tokens = store.read_arrow(COLUMN_TOKENS, columns=["column_id", "table_id", "token"])
     candidates = transform_candidates(eligible(tokens, n_rows, cfg.list_max_rows), cfg)
     buckets = settings.index.cells_buckets
-    return refresh_transform_lists(conn, candidates, lambda ids: _read_columns(conn, store, ids, buckets), touched, cfg)
+    return refresh_transform_lists(
+        conn, candidates, lambda ids: _read_columns(conn, store, ids, buckets), touched, cfg, backlog=backlog
+    )
 
 
 def _read_columns(

@@ -57,6 +57,7 @@ from catalog.search.mate.lists import (
 )
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
+from spark_jobs.lake.frames import local_frame
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.mate.tables import LISTS_SCHEMA, MATE_LIST_TUPLES, MATE_LISTS, MATE_POSTINGS, TUPLES_SCHEMA
 from spark_jobs.profile.keys import KEYS
@@ -78,23 +79,34 @@ class _Answer:
 
 # ---------------------------------------------------------------------- the stage's step
 def update_lists(
-    spark: SparkSession, store: LakeStore, settings: Settings, batch: ChangeBatch | None, version: int
+    spark: SparkSession,
+    store: LakeStore,
+    settings: Settings,
+    batch: ChangeBatch | None,
+    version: int,
+    *,
+    backlog_run: bool = False,
 ) -> dict[str, int]:
     """Bring `mate_lists` to the index just written: every list (`batch` None, or no lists yet), else
-    the batch's share; lists that change are stamped with the index `version`. Called by the MATE
-    stage before its commit."""
+    the batch's share; lists that change are stamped with the index `version`. An empty `batch`
+    works on the backlog: the lists earlier runs left pending. A batch with changes computes only
+    the lists its changes call for and leaves the backlog pending, so that its own publish is not
+    held up by a first build's leftovers. A batch with changes, and a `backlog_run` after the
+    batches, spend a batch's budget; the others a run's. Called by the MATE stage before its
+    commit."""
     headers = _headers(store)
     wanted = _wanted(store, headers)
     ids = {listed: i for i, listed in enumerate(sorted(wanted))}
     full = batch is None or not store.exists(MATE_LISTS)
-    budget = MAX_RUN_PAIRS if batch is None or full or batch.empty else MAX_BATCH_PAIRS
+    backlog = batch is None or full or batch.empty
+    budget = MAX_BATCH_PAIRS if backlog_run or not backlog else MAX_RUN_PAIRS
     old = {} if full else _read_lists(store)
     touched = set() if batch is None else set(batch.touched)
     kept = {
         listed: rows
         for listed, rows in old.items()
         if listed in wanted
-        and rows[0]["joinability"] != PENDING
+        and (rows[0]["joinability"] != PENDING or not backlog)
         and listed[0] not in touched
         and not any(r["candidate_table_id"] in touched for r in rows)  # names a touched table
     }
@@ -176,7 +188,7 @@ def _lists_frame(
     spark: SparkSession, wanted: Mapping[Listed, list[int]], ids: Mapping[Listed, int], which: Iterable[Listed]
 ) -> DataFrame:
     rows = [(ids[listed], listed[0], wanted[listed]) for listed in which if wanted[listed]]
-    return spark.createDataFrame(rows, "lid int, table_id string, positions array<int>")
+    return local_frame(spark, rows, "lid int, table_id string, positions array<int>")
 
 
 def _cells(postings: DataFrame) -> DataFrame:
@@ -224,7 +236,8 @@ def _write_tuples(
     full: bool,
 ) -> None:
     """Keep the tuples of `tables`' lists (all lists after a full computation) for later merges."""
-    names = tuples.sparkSession.createDataFrame(
+    names = local_frame(
+        tuples.sparkSession,
         [(i, t, k, table_bucket(t, settings.index.cells_buckets)) for (t, k), i in ids.items()],
         "lid int, table_id string, key string, bucket int",
     )
@@ -261,14 +274,14 @@ def _compute_fresh(
     if not fresh:
         return []
     by_id = {ids[listed]: listed for listed in fresh}
-    mine = tuples.join(F.broadcast(spark.createDataFrame([(i,) for i in by_id], "lid int")), "lid")
+    mine = tuples.join(F.broadcast(local_frame(spark, [(i,) for i in by_id], "lid int")), "lid")
     postings = store.read(MATE_POSTINGS, columns=["table_id", "token", "rows"])
     init, costs = _initial_positions(mine, postings, {i: len(wanted[listed]) for i, listed in by_id.items()})
     over = {lid for lid, cost in costs.items() if cost > MAX_LIST_PAIRS}
     waiting = _beyond_budget({lid: cost for lid, cost in costs.items() if lid not in over}, by_id, budget)
     chosen = {lid: p for lid, p in init.items() if lid not in over | waiting}
-    searched = mine.join(F.broadcast(spark.createDataFrame(sorted(chosen.items()), "lid int, init int")), "lid")
-    owners = spark.createDataFrame([(i, listed[0]) for i, listed in by_id.items()], "lid int, owner string")
+    searched = mine.join(F.broadcast(local_frame(spark, sorted(chosen.items()), "lid int, init int")), "lid")
+    owners = local_frame(spark, [(i, listed[0]) for i, listed in by_id.items()], "lid int, owner string")
     answers = _top_tables(searched, _postings(store, settings, None), owners) if chosen else {}
     rows: list[dict[str, Any]] = []
     for lid, listed in sorted(by_id.items(), key=lambda x: x[1]):
@@ -387,7 +400,7 @@ def _merge_added(
     changed."""
     by_id = {ids[listed]: listed for listed in mergeable}
     sizes = {lid: len(json.loads(listed[1])) for lid, listed in by_id.items()}
-    lids = spark.createDataFrame([(i, *listed) for i, listed in by_id.items()], "lid int, table_id string, key string")
+    lids = local_frame(spark, [(i, *listed) for i, listed in by_id.items()], "lid int, table_id string, key string")
     stored = store.read(MATE_LIST_TUPLES, columns=["table_id", "key", "tokens"])
     tuples = stored.join(F.broadcast(lids), ["table_id", "key"]).select("lid", "tokens").persist()
     try:
@@ -396,8 +409,8 @@ def _merge_added(
         added_postings = _postings(store, settings, added)
         init, pairs = _initial_positions(tuples, added_postings, sizes)
         start = {lid: p for lid, p in init.items() if lid not in over and pairs[lid] > 0}
-        searched = tuples.join(F.broadcast(spark.createDataFrame(sorted(start.items()), "lid int, init int")), "lid")
-        owners = spark.createDataFrame([(i, listed[0]) for i, listed in by_id.items()], "lid int, owner string")
+        searched = tuples.join(F.broadcast(local_frame(spark, sorted(start.items()), "lid int, init int")), "lid")
+        owners = local_frame(spark, [(i, listed[0]) for i, listed in by_id.items()], "lid int, owner string")
         found = _top_tables(searched, added_postings, owners) if start else {}
     finally:
         tuples.unpersist()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -23,14 +23,21 @@ import pyarrow.compute as pc
 from sqlalchemy import delete, func, select, tuple_
 from sqlalchemy.orm import Session
 
+from catalog.core.settings import Settings
 from catalog.db.bulk import insert_rows
+from catalog.db.engine import open_catalog
 from catalog.db.models.base import pack_int32_list_array
 from catalog.search.mate.models import MateList, MateMeta, MatePosting, MateRowKeys, MateTable
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
 from spark_jobs.lake.store import LakeStore
+from spark_jobs.mate import update
+from spark_jobs.mate.lists import pending_lists
 from spark_jobs.mate.tables import MATE_LISTS, MATE_POSTINGS, MATE_ROW_KEYS, MateState
 from spark_jobs.mate.update import read_state
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +71,33 @@ def publish_mate(session: Session, store: LakeStore, batch: ChangeBatch | None =
         extra={"from_version": have, "to_version": state.index_version, "tables": written, **lists},
     )
     return {"mate_index_version": state.index_version, "mate_tables_written": written, **lists}
+
+
+def backlog_due(spark: SparkSession | None, settings: Settings) -> bool:
+    """Whether the backlog has work: lists left pending in the lake, or a backlog run's lists the
+    catalog lacks."""
+    store = LakeStore(settings.lake, spark)
+    return (
+        read_state(store) is not None
+        and store.exists(MATE_LISTS)
+        and (pending_lists(store) or _behind(settings, store))
+    )
+
+
+def work_backlog(spark: SparkSession, settings: Settings) -> dict[str, Any]:
+    """The lists left pending, unless the catalog lacks the last backlog run's (a run killed between
+    its commit and its publish): then the publish that follows is all there is to do, so that a
+    rerun ends where a run that was never killed ends."""
+    if _behind(settings, LakeStore(settings.lake, spark)):
+        return {"mode": "publish"}
+    return update.work_backlog(spark, settings)
+
+
+def _behind(settings: Settings, store: LakeStore) -> bool:
+    state = read_state(store)
+    with open_catalog(settings.catalog_url).connect() as conn:
+        have = conn.execute(select(MateMeta.value).where(MateMeta.key == "index_version")).scalar()
+    return state is not None and (have is None or int(have) != state.index_version)
 
 
 def _sync_lists(session: Session, store: LakeStore) -> dict[str, int]:

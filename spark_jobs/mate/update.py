@@ -250,22 +250,34 @@ def rebuild(spark: SparkSession, settings: Settings) -> dict[str, Any]:
     """Nothing degrades with updates; a rebuild re-hashes the lake after a spec change (the lists
     hold then: the tokens did not change), computes the lists an older lake lacks and goes on with
     those left for a later run."""
+    return _lists_run(spark, settings, rehash=True)
+
+
+def work_backlog(spark: SparkSession, settings: Settings) -> dict[str, Any]:
+    """Go on with the lists earlier runs left pending, as a commit of its own: a change batch
+    computes only the lists its changes call for. Each backlog run spends a batch's budget (the
+    weekly rebuild a run's), so a `juncture index` stays as bounded as when batches did this."""
+    return _lists_run(spark, settings, rehash=False)
+
+
+def _lists_run(spark: SparkSession, settings: Settings, *, rehash: bool) -> dict[str, Any]:
     store = LakeStore(settings.lake, spark)
     spec = mate_settings(settings).spec
     base_manifest = begin(store, MATE)
     base = read_state(store)
     lists_due = not store.exists(MATE_LISTS) or pending_lists(store)
-    if base is None or (base.spec == spec and not lists_due):
+    rehashing = base is not None and base.spec != spec and rehash
+    if base is None or not (rehashing or lists_due):
         return {"mode": "absent" if base is None else "unchanged"}
-    if base.spec != spec:
+    if rehashing:
         _write_all(store, settings, spec)
     lists: dict[str, int] = {}
     if lists_due:
         going_on = ChangeBatch(base_manifest.batch_id, added=(), deleted=()) if store.exists(MATE_LISTS) else None
-        lists = update_lists(spark, store, settings, going_on, _next_version(base))
-    state = _commit_state(store, base, spec, full=base.spec != spec)
-    commit(store, MATE, base_manifest, batch_id=base_manifest.batch_id, kind="rebuild")
-    return {"mode": "rebuild", **state.summary(), **lists}
+        lists = update_lists(spark, store, settings, going_on, _next_version(base), backlog_run=not rehash)
+    state = _commit_state(store, base, base.spec if not rehashing else spec, full=rehashing)
+    commit(store, MATE, base_manifest, batch_id=base_manifest.batch_id, kind="rebuild" if rehash else "lists")
+    return {"mode": "rebuild" if rehash else "lists", **state.summary(), **lists}
 
 
 def rebuild_due(spark: SparkSession | None, settings: Settings) -> bool:

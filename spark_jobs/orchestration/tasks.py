@@ -180,6 +180,20 @@ def rebuild_needed() -> bool:
     return bool(due)
 
 
+def work_backlog() -> dict[str, Any]:
+    """lake_index's last step: the backlog (`spark_jobs.orchestration.backlog`) under the lake lock,
+    with a Spark session only when it has work."""
+    from spark_jobs.orchestration import backlog  # deferred: the DAG files import this module at parse time
+
+    settings = current_settings()
+    with lake_lock(settings, "lake_index:backlog"):
+        if not backlog.backlog_due(None, settings):
+            return {}
+        results = backlog.work_backlog(spark_for(settings, "juncture.backlog"), settings)
+    counts = {k: v for part in results.values() if isinstance(part, dict) for k, v in part.items()}
+    return _small({**counts, "seconds": results.get("seconds")}) or {}
+
+
 # ---------------------------------------------------------------------------------------- lake_rebuild
 def rebuild_step(step: str) -> dict[str, Any]:
     """Run one step of the rebuild (`spark_jobs.orchestration.rebuild`) under the lake lock."""

@@ -147,6 +147,19 @@ def run(
 def publish_rebuilt(settings: Settings, spark: SparkSession | None = None) -> dict[str, int]:
     """After a rebuild: every family's index and every joinable/unionable list as the lake holds
     them now, in one catalog transaction (serialized with batch publishes)."""
+    return _publish_lake(settings, spark, "rebuild", relations=True, transform_lists=True)
+
+
+def publish_backlog(settings: Settings, spark: SparkSession | None, *, transform_lists: bool) -> dict[str, int]:
+    """After the backlog (`spark_jobs.orchestration.backlog`), with every batch published: the
+    families' indexes as the lake holds them (each publisher skips an index the catalog holds
+    already) and, with `transform_lists`, the pending transformation lists learned."""
+    return _publish_lake(settings, spark, "backlog", relations=False, transform_lists=transform_lists)
+
+
+def _publish_lake(
+    settings: Settings, spark: SparkSession | None, what: str, *, relations: bool, transform_lists: bool
+) -> dict[str, int]:
     engine = open_catalog(settings.catalog_url)
     store = LakeStore(settings.lake, spark)
     counts: dict[str, int] = {}
@@ -154,10 +167,12 @@ def publish_rebuilt(settings: Settings, spark: SparkSession | None = None) -> di
         _lock_publish(session, None)
         for family in pipeline_families():
             counts.update(family.publish(session, store, None))
-        counts.update(publish_all_relations(session, store))
-        counts.update(transform_lists_publisher(settings)(session, store, None))
-        faults.checkpoint("publish:rebuild")
-    log.info("rebuild published", extra=counts)
+        if relations:
+            counts.update(publish_all_relations(session, store))
+        if transform_lists:
+            counts.update(transform_lists_publisher(settings)(session, store, None))
+        faults.checkpoint(f"publish:{what}")
+    log.info(f"{what} published", extra=counts)
     return counts
 
 

@@ -215,6 +215,15 @@ def test_lists_over_the_work_bound_wait_and_the_next_publish_learns_them(publish
         if waiting[subject][0][5] == PENDING:
             with pytest.raises(UserError, match="not precomputed yet"):
                 transform_joinable(conn, subject)
+        # a change batch's publish learns what its changes call for: a waiting list of a table it
+        # touched, not the others (the backlog's publish after it does)
+        pending = sorted(c for c, rows in waiting.items() if rows[0][5] == PENDING)
+        table = pending[0].rsplit("#", 1)[0]
+        refresh_lists(conn, LakeStore(settings.lake), settings, [table], backlog=False)
+        after = _lists(conn)
+        assert all(after[c] == lists[c] for c in pending if c.startswith(f"{table}#"))
+        assert all(after[c] == waiting[c] for c in pending if not c.startswith(f"{table}#"))
+        assert any(not c.startswith(f"{table}#") for c in pending)
         # the next publish within the bound (no table touched) learns the waiting lists
         refresh_lists(conn, LakeStore(settings.lake), settings, ())
         assert _lists(conn) == lists

@@ -27,13 +27,14 @@ from catalog.search.mate.lists import LIST_K, listed_keys, nary_joinable, nary_l
 from catalog.search.mate.models import MateList, MateTable
 from catalog.search.mate.search import NaryRequest, search_nary
 from catalog.search.mate.source import CatalogSource
+from spark_jobs.lake import faults
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.mate import lists as lake_lists
 from tests.conftest import cli_home
 from tests.mate.lake import Table, oracle, pair_bound, random_lake
 
 pytestmark = pytest.mark.slow
-BUDGETS = (982, 3_000)  # pairs per list, per run
+BUDGETS = (982, 3_000, 1)  # pairs per list, per run, per backlog run (the cheapest list always goes)
 
 
 @pytest.fixture
@@ -78,16 +79,18 @@ def _check_lists(
     catalog_url: str,
     capsys: pytest.CaptureFixture[str],
     *,
-    budgets: tuple[int, int] | None = None,
+    budgets: tuple[int, int, int] | None = None,
     kept_over: Collection[tuple[str, tuple[str, ...]]] = (),
 ) -> set[tuple[str, tuple[str, ...]]]:
     """Every precomputed n-ary list equals the oracle's search of its table's own rows on its key,
     the table itself left out; every listed key has its list and no other list is kept.
 
-    With `budgets` (per list, per run): a list is not computed exactly when its work bound exceeds
-    the first, and of the others the cheapest (by bound, then table and key) are computed until
-    their bounds add up past the second; the rest wait. Without: no list waits, and the lists not
-    computed are `kept_over` (lists a batch did not compute again). Returns those not computed."""
+    With `budgets` (per list, per run, per backlog run): a list is not computed exactly when its
+    work bound exceeds the first, and of the others the cheapest (by bound, then table and key) are
+    computed until their bounds add up past the second; of those left, the backlog run after it
+    computes the cheapest the same way within the third; the rest wait. Without: no list waits,
+    and the lists not computed are `kept_over` (lists a batch did not compute again). Returns those
+    not computed."""
     lake = _lake_tables(home / "files")
     with open_catalog(catalog_url).connect() as conn:
         wanted = {(t, k) for t, keys in listed_keys(conn).items() for k in keys}
@@ -102,12 +105,9 @@ def _check_lists(
     expect_over, expect_waiting = set(kept_over), set()
     if budgets is not None:
         expect_over = {listed for listed, b in bound.items() if b > budgets[0]}
-        spent = 0
         cheapest = sorted((b, t, json.dumps(list(k))) for (t, k), b in bound.items() if 0 < b <= budgets[0])
-        for i, (b, t, k) in enumerate(cheapest):
-            spent += b
-            if i > 0 and spent > budgets[1]:
-                expect_waiting.add((t, tuple(json.loads(k))))
+        left = _left_by_budget(_left_by_budget(cheapest, budgets[1]), budgets[2])
+        expect_waiting = {(t, tuple(json.loads(k))) for _, t, k in left}
     assert {listed for listed, n in lists.items() if n.over_budget} == expect_over
     assert {listed for listed, n in lists.items() if n.pending} == expect_waiting
     with open_catalog(catalog_url).connect() as conn:
@@ -136,6 +136,17 @@ def _check_lists(
     return expect_over | expect_waiting
 
 
+def _left_by_budget(cheapest: list[tuple[int, str, str]], budget: int) -> list[tuple[int, str, str]]:
+    """Of lists in cost order, those a run with `budget` leaves: after the cheapest whose bounds add
+    up to at most `budget` (the first always computed)."""
+    spent, left = 0, []
+    for i, item in enumerate(cheapest):
+        spent += item[0]
+        if i > 0 and spent > budget:
+            left.append(item)
+    return left
+
+
 def test_nary_search_through_the_pipeline_equals_brute_force(
     home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -149,6 +160,7 @@ def test_nary_search_through_the_pipeline_equals_brute_force(
     with monkeypatch.context() as patch:
         patch.setattr(lake_lists, "MAX_LIST_PAIRS", BUDGETS[0])
         patch.setattr(lake_lists, "MAX_RUN_PAIRS", BUDGETS[1])
+        patch.setattr(lake_lists, "MAX_BATCH_PAIRS", BUDGETS[2])
         assert main(["index"]) == 0
     _check(home, query, ["k0", "k1"], capsys)
     _check(home, query, ["k0", "k1", "k2"], capsys)
@@ -175,7 +187,11 @@ def test_nary_search_through_the_pipeline_equals_brute_force(
     _, headers, rows = next(t for t in _lake_tables(folder) if t[0] == keyed[0])
     _write(folder / "new_copy.csv", headers[::-1], [r[::-1] for r in rows[: len(rows) // 2]])
     assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
+    capsys.readouterr()
     assert main(["index"]) == 0
+    # the batch computed the lists its changes call for; the backlog after it, those left waiting
+    waiting = {listed for listed in not_computed - over if listed[0] not in touched}
+    assert waiting and f"backlog: {len(waiting)} n-ary lists computed (0 still pending)" in capsys.readouterr().out
     state = LakeStore(load_settings().lake).read_arrow("mate_state").to_pylist()[0]
     assert not state["full"]
     with open_catalog(catalog_url).connect() as conn:
@@ -226,12 +242,17 @@ def test_detected_key_and_a_spec_change(
     )
     _write(folder / "other.csv", ["when", "where"], [["mon", "berlin"], ["tue", "paris"], ["mon", "paris"]])
     assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
-    with monkeypatch.context() as patch:  # a run computes one list; a rebuild goes on with the other
+    with monkeypatch.context() as patch:  # a run computes one list; the backlog after it, the other
         patch.setattr(lake_lists, "MAX_RUN_PAIRS", 1)
-        assert main(["index"]) == 0
-    assert len(_pending(catalog_url)) == 1
-    assert main(["rebuild"]) == 0
+        patch.setattr(lake_lists, "MAX_BATCH_PAIRS", 1)
+        with faults.injected("publish:backlog"):  # fails between the backlog's commit and its publish
+            assert main(["index"]) == 1
+        assert len(_pending(catalog_url)) == 1
+        capsys.readouterr()
+        assert main(["index"]) == 0  # publishes that run's lists, computes none
+    assert "backlog: published in" in capsys.readouterr().out
     assert _pending(catalog_url) == []
+    assert main(["rebuild"]) == 0
     with open_catalog(catalog_url).connect() as conn:
         listed = {t: nary_joinable(conn, t, list(keys[0])) for t, keys in listed_keys(conn).items()}
     assert {t: [a.table_id for a in answers] for t, answers in listed.items()} == {
@@ -250,10 +271,12 @@ def test_detected_key_and_a_spec_change(
         [["mon", "berlin"], ["tue", "paris"], ["mon", "paris"], ["wed", "oslo"]],
     )
     assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
-    with monkeypatch.context() as patch:
+    capsys.readouterr()
+    with monkeypatch.context() as patch:  # the backlog after the batch computes the other
         patch.setattr(lake_lists, "MAX_BATCH_PAIRS", 1)
         assert main(["index"]) == 0
-    assert len(_pending(catalog_url)) == 1
+    assert "backlog: 1 n-ary lists computed (0 still pending)" in capsys.readouterr().out
+    assert _pending(catalog_url) == []
     _write(
         home / "q.csv",
         ["town", "weekday", "note"],
@@ -282,7 +305,7 @@ def test_detected_key_and_a_spec_change(
     assert state["full"] and json.loads(state["spec"])["bits"] == 256
     with open_catalog(catalog_url).connect() as conn:
         assert CatalogSource(conn).spec == XashSpec(bits=256)
-    assert _pending(catalog_url) == []  # the next batch went on with the waiting list
+    assert _pending(catalog_url) == []
     capsys.readouterr()
     assert main(["search", "nary", "--csv", str(home / "q.csv"), "--key", "town,weekday", "--json"]) == 0
     got = [(r["table_id"], r["joinability"]) for r in json.loads(capsys.readouterr().out)]
@@ -331,4 +354,4 @@ def test_added_tables_take_a_list_over_its_bound(
     with monkeypatch.context() as patch:
         patch.setattr(lake_lists, "MAX_LIST_PAIRS", limit)
         assert main(["index"]) == 0
-    _check_lists(home, catalog_url, capsys, budgets=(limit, 10**12))
+    _check_lists(home, catalog_url, capsys, budgets=(limit, 10**12, 10**12))

@@ -114,15 +114,22 @@ def refresh_transform_lists(
     load: Callable[[Collection[str]], Mapping[str, tuple[str, pa.Array]]],
     touched: Collection[str] | None,
     cfg: AutojoinSettings,
+    *,
+    backlog: bool = True,
 ) -> dict[str, int]:
     """Bring `autojoin_lists` to `candidates` (every listed column's, from `candidates.py`):
     programs stored for pairs of untouched tables are kept (`touched` None: none is), the others
     learned within `list_max_pairs` from the columns `load` reads ((header, values) by
-    column_id); only lists that changed are rewritten."""
+    column_id); only lists that changed are rewritten. Without `backlog` (a change batch), the
+    lists an earlier publish left pending stay so, unless the batch touched their table: a batch
+    learns what its own changes call for, and the backlog is learned after it is published."""
     state = _state(conn)
     stored = _stored_rows(conn)
-    known = _known_pairs(stored, touched) if touched is not None and state.get("params") == _params(cfg) else {}
-    learn, pending = _plan(candidates, known, cfg.list_max_pairs)
+    current = state.get("params") == _params(cfg)
+    known = _known_pairs(stored, touched) if touched is not None and current else {}
+    waiting = _waiting(stored, touched) if touched is not None and current and not backlog else set()
+    learn, pending = _plan({c: v for c, v in candidates.items() if c not in waiting}, known, cfg.list_max_pairs)
+    pending |= waiting & candidates.keys()
     columns = load({c for p in learn for c in p}) if learn else {}
     memo = GramMemo()  # a column is in up to 2 x list_candidates pairs, cut in both directions of each
     for first, second in sorted(learn):
@@ -141,6 +148,16 @@ def refresh_transform_lists(
         "autojoin_lists_dropped": len(gone),
         "autojoin_lists_pending": len(pending),
     }
+
+
+def _waiting(stored: Mapping[str, tuple[str, list[Row]]], touched: Collection[str]) -> set[str]:
+    """The stored lists left pending by an earlier publish, of tables not `touched`."""
+    gone = set(touched)
+    return {c for c, (table_id, rows) in stored.items() if _marker_coverage(rows) == PENDING and table_id not in gone}
+
+
+def _marker_coverage(rows: list[Row]) -> int:
+    return int(rows[0][7])  # the rank-0 marker's coverage: PENDING or 0
 
 
 def _plan(
@@ -254,6 +271,11 @@ def _params(cfg: AutojoinSettings) -> dict[str, Any]:
     settings = dataclasses.asdict(cfg)
     settings.pop("list_max_pairs")
     return {"version": LISTS_VERSION, **settings}
+
+
+def lists_pending(conn: Connection) -> bool:
+    """Whether some lists wait for a publish within the work bound."""
+    return bool(_state(conn).get("n_pending"))
 
 
 def _state(conn: Connection) -> dict[str, Any]:

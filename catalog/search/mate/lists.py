@@ -35,8 +35,10 @@ OVER_BUDGET = -1  # the joinability of a list's rank-0 row when it was not preco
 # (their marker says so). A lake's first build would otherwise hold up its first answers: the
 # 2,300-table portal seed's lists pair 2 x 10^8 in all, a tenth of them this much.
 MAX_RUN_PAIRS = 20_000_000
-# A batch's own share (a first build, a rebuild and the `lists` catch-up spend MAX_RUN_PAIRS): a
-# small change stays quick, and the lists it leaves wait for the next batch or the weekly rebuild.
+# What a change batch spends on the lists its changes call for, and what each backlog run after the
+# batches spends on the lists earlier runs left pending (a first build, a rebuild and the `lists`
+# catch-up spend MAX_RUN_PAIRS): a small change stays quick, and the lists it leaves wait for the
+# backlog (`spark_jobs.orchestration.backlog`) or the weekly rebuild.
 MAX_BATCH_PAIRS = 2_000_000
 PENDING = -2  # the joinability of a list's rank-0 row while it waits for a later run
 

@@ -68,6 +68,17 @@ def test_update_conf_validates_before_triggering(settings: Settings, tmp_path: P
             update_conf(ctx, add, delete)
 
 
+def test_update_takes_repeated_and_listed_paths() -> None:
+    from catalog.cli.main import build_parser
+
+    parse = build_parser().parse_args
+    args = parse(
+        ["update", "--add", "a.csv", "--add", "b.csv", "c.csv", "--delete", "file:x.csv", "--delete", "file:y.csv"]
+    )
+    assert (args.add, args.delete) == (["a.csv", "b.csv", "c.csv"], ["file:x.csv", "file:y.csv"])
+    assert parse(["update", "--delete", "file:x.csv"]).add == []
+
+
 def test_catalog_page_searches_and_shows_a_table(settings: Settings, monkeypatch, airflow_home) -> None:  # type: ignore[no-untyped-def]
     from spark_jobs.orchestration import airflow_runner as airflow_env
 

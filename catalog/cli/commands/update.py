@@ -19,14 +19,17 @@ from catalog.core.identity import valid_table_id
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("update", help="add or delete tables (triggers lake_index)")
+    # "extend": `--add a.csv b.csv` and `--add a.csv --add b.csv` both add both (a repeated flag
+    # used to keep only its last values, silently)
     p.add_argument(
         "--add",
         nargs="+",
+        action="extend",
         default=[],
         metavar="PATH",
         help="table files or folders to add (or names of configured sources to crawl)",
     )
-    p.add_argument("--delete", nargs="+", default=[], metavar="TABLE_ID", help="table ids to delete")
+    p.add_argument("--delete", nargs="+", action="extend", default=[], metavar="TABLE_ID", help="table ids to delete")
     p.set_defaults(handler=run)
 
 

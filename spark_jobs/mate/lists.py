@@ -23,7 +23,9 @@ A batch changes only what it can, exactly (the lists are exact top-k lists):
 * every other list can only gain added tables: its stored tuples are joined with the added tables'
   items alone and the answers merged in (a table outside a list was beaten by k tables that are
   all still there), unless the added tables take the list's pairs over the per-list bound: then it
-  is marked over budget, as computing it again would mark it.
+  is marked over budget, as computing it again would mark it;
+* a list an earlier run left pending stays pending (unless its table was touched): the backlog run
+  after the batches computes it (`spark_jobs.orchestration.backlog`), with an empty batch.
 
 Lake tables (part of the `mate` unit, so lists and index share one commit point):
 `mate_lists` (small: every list's rows, rank 0 a marker, `version` the index version that last

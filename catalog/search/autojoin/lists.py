@@ -157,7 +157,8 @@ def _waiting(stored: Mapping[str, tuple[str, list[Row]]], touched: Collection[st
 
 
 def _marker_coverage(rows: list[Row]) -> int:
-    return int(rows[0][7])  # the rank-0 marker's coverage: PENDING or 0
+    """The rank-0 marker's coverage: PENDING or 0."""
+    return int(rows[0][_FIELDS.index("coverage")])
 
 
 def _plan(

@@ -283,13 +283,18 @@ def _compute_fresh(
     waiting = _beyond_budget({lid: cost for lid, cost in costs.items() if lid not in over}, by_id, budget)
     chosen = {lid: p for lid, p in init.items() if lid not in over | waiting}
     searched = mine.join(F.broadcast(local_frame(spark, sorted(chosen.items()), "lid int, init int")), "lid")
-    owners = local_frame(spark, [(i, listed[0]) for i, listed in by_id.items()], "lid int, owner string")
+    owners = _owners(spark, by_id)
     answers = _top_tables(searched, _postings(store, settings, None), owners) if chosen else {}
     rows: list[dict[str, Any]] = []
     for lid, listed in sorted(by_id.items(), key=lambda x: x[1]):
         marker = OVER_BUDGET if lid in over else PENDING if lid in waiting else None
         rows += _list_rows(listed, _named(answers.get(lid, []), listed, headers), version, marker)
     return rows
+
+
+def _owners(spark: SparkSession, by_id: Mapping[int, Listed]) -> DataFrame:
+    """(lid, owner): each list's own table, which is never one of its candidates."""
+    return local_frame(spark, [(lid, listed[0]) for lid, listed in by_id.items()], "lid int, owner string")
 
 
 def _beyond_budget(costs: Mapping[int, int], by_id: Mapping[int, Listed], budget: int) -> set[int]:
@@ -412,7 +417,7 @@ def _merge_added(
         init, pairs = _initial_positions(tuples, added_postings, sizes)
         start = {lid: p for lid, p in init.items() if lid not in over and pairs[lid] > 0}
         searched = tuples.join(F.broadcast(local_frame(spark, sorted(start.items()), "lid int, init int")), "lid")
-        owners = local_frame(spark, [(i, listed[0]) for i, listed in by_id.items()], "lid int, owner string")
+        owners = _owners(spark, by_id)
         found = _top_tables(searched, added_postings, owners) if start else {}
     finally:
         tuples.unpersist()

@@ -148,9 +148,11 @@ def test_stats_count_reads() -> None:
 
 
 def test_searches_reuse_a_clean_candidate_workspace_across_lakes_and_threads() -> None:
-    """JOSIE keeps its candidate arrays per thread between searches: every search must leave them
-    zeroed, and searches of lakes of different sizes in several threads at once still equal brute
-    force (a leftover entry would resurrect a pruned candidate or hide a new one)."""
+    """JOSIE keeps its candidate arrays per thread between searches: every search must leave the
+    ones read before a set becomes a candidate (status, partial count, latest position) zeroed, and
+    searches of lakes of different sizes in several threads at once still equal brute force (a
+    leftover entry would resurrect a pruned candidate or hide a new one)."""
+
     from concurrent.futures import ThreadPoolExecutor
 
     from catalog.search.josie.search import _Candidates
@@ -165,7 +167,8 @@ def test_searches_reuse_a_clean_candidate_workspace_across_lakes_and_threads() -
             own = next(iter(lakes[i]))
             expected = brute_force_top_k(lakes[i], query, 10, exclude_column_id=own)
             assert search_tokens(indexes[i], query, k=10, exclude_column_id=own).results == expected
-        return not any(a.any() for a in _Candidates._pool.arrays)
+        arrays = dict(zip(_Candidates._FIELDS, _Candidates._pool.arrays, strict=True))
+        return not any(arrays[name].any() for name in ("status", "partial", "j"))
 
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(work, range(0, len(jobs), len(jobs) // 4)))
@@ -174,7 +177,10 @@ def test_searches_reuse_a_clean_candidate_workspace_across_lakes_and_threads() -
 def test_josie_settles_the_last_candidates_by_reading_their_sets(monkeypatch: pytest.MonkeyPatch) -> None:
     """Once no unseen set can enter the top k, a few pending candidates whose estimates do not beat
     the k-th overlap would keep Algorithm 1 reading lists to the end of the query, the longest ones.
-    JOSIE reads their sets instead when the cost model says that is cheaper: fewer lists, same answers."""
+    JOSIE reads their sets instead when the cost model says that is cheaper: fewer lists, same answers.
+    The lists are priced dear here, so that these queries take the set path at all (at the default
+    prices the lists left after the rent cost less than filling the heap)."""
+    costs = CostModel(read_list_a=5e-5, read_list_b=5e-7, read_set_a=5e-6, read_set_b=1e-9)
     lake = zipf_lake(1500, seed=3)
     index = build_memory_index(lake)
     biggest = sorted(lake, key=lambda c: (-len(lake[c]), c))[:10]
@@ -182,7 +188,7 @@ def test_josie_settles_the_last_candidates_by_reading_their_sets(monkeypatch: py
     def lists_read() -> list[int]:
         counts = []
         for cid in biggest:
-            out = search_tokens(index, lake[cid], k=10, exclude_column_id=cid)
+            out = search_tokens(index, lake[cid], k=10, exclude_column_id=cid, costs=costs)
             assert out.results == brute_force_top_k(lake, lake[cid], 10, exclude_column_id=cid)
             counts.append(out.stats.n_lists_read)
         return counts
@@ -199,14 +205,14 @@ def test_josie_settles_the_last_candidates_by_reading_their_sets(monkeypatch: py
     [
         (CostModel(1e-7, 0.0, 1e-3, 0.0), "merge"),  # lists all but free: merged at once, no set read
         (CostModel(1e-5, 0.0, 1e-6, 1e-5), "lists"),  # big sets dear: the rest of the lists beat filling the heap
-        (CostModel(1e-3, 1e-6, 1e-7, 1e-9), ""),  # sets cheap: Algorithm 1 throughout
+        (CostModel(1e-3, 1e-6, 1e-7, 1e-9), ""),  # sets cheap: the heap is filled by reading sets
     ],
 )
 def test_josie_reads_every_list_when_that_costs_less_than_filling_its_heap(costs: CostModel, shortcut: str) -> None:
-    """Before the heap is full Algorithm 1 reads a candidate set after every list. When the cost model
-    prices all the lists left below the set reads that would fill the heap, JOSIE reads the lists
-    instead (before the first list: "merge", with no per-step machinery; later: "lists"); the answer
-    stays exact, and nothing is read that the cost model priced higher."""
+    """Before the heap is full Algorithm 1 reads a candidate set after every list. JOSIE first reads
+    lists worth what those reads would cost (the rent), and reads every list instead of any set when
+    the cost model prices that lower: before the first list ("merge", with no per-step machinery) or
+    after the rent ("lists"); the answer stays exact, and no set is read on either path."""
     rng = random.Random(21)
     lake = random_lake(rng, n_sets=400, vocab=600)
     index = build_memory_index(lake)
@@ -222,7 +228,7 @@ def test_josie_reads_every_list_when_that_costs_less_than_filling_its_heap(costs
         if stats.shortcut == "merge":
             assert stats.n_sets_read == 0 and stats.n_lists_read == len(plan.run_ends)
         if stats.shortcut == "lists":
-            assert stats.n_lists_read == len(plan.run_ends) and stats.n_sets_read < 10
+            assert stats.n_lists_read == len(plan.run_ends) and stats.n_sets_read == 0
         seen.append(stats.shortcut)
     assert seen.count(shortcut) >= 10, seen
 
@@ -240,3 +246,60 @@ def test_cost_lines_price_small_reads_by_their_fixed_cost() -> None:
     assert np.polyfit(sizes, seconds, 1)[1] < 0  # what plain least squares makes of it
     intercept, slope = _line(sizes, seconds)
     assert 9e-6 < intercept < 13e-6 and slope > 4e-9, (intercept, slope)
+
+
+@given(
+    lists=st.lists(st.lists(st.integers(0, 3000), max_size=60, unique=True), min_size=1, max_size=12),
+    credits=st.lists(st.integers(1, 4), min_size=12, max_size=12),
+    split=st.integers(0, 12),
+)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_entry_counter_sums_credits_per_set_like_a_sort(lists: list[list[int]], credits: list[int], split: int) -> None:
+    """MergeList and JOSIE's rent count posting entries in a scratch array instead of sorting them
+    (`np.unique`); added in one step or two, the sums per set equal a plain count, and the scratch
+    array is all zero again afterwards (the next search would count stale entries otherwise)."""
+    from catalog.search.josie import mergelist
+    from catalog.search.josie.reader import PostingList, pack_lists
+
+    packed = [sorted(ls) for ls in lists]
+    weights = np.asarray(credits[: len(packed)], dtype=np.int64)
+    expected: dict[int, int] = {}
+    for ls, w in zip(packed, weights.tolist(), strict=True):
+        for s in ls:
+            expected[s] = expected.get(s, 0) + w
+    counter = mergelist.EntryCounter()
+    cut = min(split, len(packed))
+    for part, w in ((packed[:cut], weights[:cut]), (packed[cut:], weights[cut:])):
+        arrays = [np.asarray(ls, dtype="<i4") for ls in part]
+        counter.add(pack_lists([PostingList(a, a, a) for a in arrays]), w)
+    ids, counts = counter.take()
+    assert len(set(ids.tolist())) == len(ids)
+    assert dict(zip(ids.tolist(), counts.tolist(), strict=True)) == expected
+    scratch = getattr(mergelist._scratch, "acc", None)
+    assert scratch is None or not scratch.any()
+
+
+def test_a_segment_is_fetched_in_one_round_trip() -> None:
+    """JOSIE asks for the lists it needs a segment at a time (the rent, then every list left): each
+    segment must come in one read, not in read-ahead sized pieces (a 3,000-list query made 65 round
+    trips where MergeList made 13)."""
+    from catalog.search.josie.query_plan import ListReader
+
+    rng = random.Random(5)
+    lake = {column_id("file:t.csv", f"c{s}"): {f"v{t}" for t in rng.sample(range(900), 300)} for s in range(40)}
+    index = build_memory_index(lake)
+    plan = plan_query(index.lookup_tokens({f"v{t}" for t in range(900)}))
+    calls: list[int] = []
+
+    class Counting:
+        def read_lists_packed(self, token_ids: list[int]):  # type: ignore[no-untyped-def]
+            calls.append(len(token_ids))
+            return index.read_lists_packed(token_ids)
+
+    reader = ListReader(Counting(), plan, SearchStats(), block=20)  # type: ignore[arg-type]
+    n_runs = len(plan.run_ends)
+    assert n_runs > 300
+    head = reader.segment(0, 10)
+    rest = reader.segment(10, n_runs)
+    assert len(calls) == 2 and calls[1] >= n_runs - calls[0]
+    assert len(head.offsets) - 1 == 10 and len(rest.offsets) - 1 == n_runs - 10

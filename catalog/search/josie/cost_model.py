@@ -51,6 +51,12 @@ class CostModel:
     def list_cost(self, frequency: float) -> float:
         return max(self.floor, self.read_list_a + self.read_list_b * frequency)
 
+    def lists_cost(self, n_lists: int, n_entries: float) -> float:
+        """The sum of L(f) over `n_lists` lists holding `n_entries` entries in all, in O(1). Equal to the
+        per-list sum whenever the intercept is at least the floor (every fit we have seen: a list costs
+        microseconds before its first entry); below that it can only err low, by the clamp."""
+        return max(n_lists * self.floor, n_lists * self.read_list_a + self.read_list_b * n_entries)
+
     def set_cost(self, n_tokens: float) -> float:
         return max(self.floor, self.read_set_a + self.read_set_b * max(0.0, n_tokens))
 

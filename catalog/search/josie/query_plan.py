@@ -24,6 +24,7 @@ class QueryPlan:
     group_ids: list[int]
     run_ends: list[int]  # 0-based query position of the last token of each duplicate run
     skipped: list[int]  # per run: its length − 1
+    list_entries: int  # entries in the lists read (one list per run): the total of their frequencies
 
     @property
     def n(self) -> int:
@@ -59,6 +60,7 @@ def plan_arrays(token_ids: np.ndarray, frequencies: np.ndarray, group_ids: np.nd
         group_ids=gids.tolist(),
         run_ends=ends.tolist(),
         skipped=(ends - starts).tolist(),
+        list_entries=int(np.asarray(frequencies, dtype=np.int64)[ends].sum()),
     )
 
 
@@ -94,11 +96,12 @@ class ListReader:
         self._first = 0  # run index of the chunk's first list
         self._chunk: PackedLists | None = None
 
-    def _fetch(self, run_idx: int, until: int) -> None:
-        # Read-ahead grows with what the search has consumed (up to 256 lists a round trip): a search
-        # that ends early fetched at most about twice what it read, a long one makes few round trips.
+    def _fetch(self, run_idx: int, need: int, until: int) -> None:
+        # Everything the segment needs (runs up to `need`) in one call, plus read-ahead that grows with
+        # what the search has consumed (up to 256 lists): a search that ends early fetched at most
+        # about twice what it read, a long one makes few round trips.
         ahead = min(_MAX_AHEAD, max(self.block, self.stats.n_lists_read))
-        stop = min(run_idx + ahead, len(self.ends), until)  # until > run_idx: see `segment`
+        stop = min(max(run_idx + ahead, need), len(self.ends), until)  # until > run_idx: see `segment`
         self._chunk = self.reader.read_lists_packed(self._list_ids[run_idx:stop].tolist())
         self._first = run_idx
         self.stats.n_lists_fetched += stop - run_idx
@@ -112,7 +115,7 @@ class ListReader:
         while r < stop:
             chunk = self._chunk
             if chunk is None or not (self._first <= r < self._first + len(chunk.offsets) - 1):
-                self._fetch(r, until)
+                self._fetch(r, stop, until)
                 chunk = self._chunk
                 assert chunk is not None
             hi = min(stop, self._first + len(chunk.offsets) - 1)

@@ -39,7 +39,9 @@ class SearchStats:
     n_sets_read: int = 0
     n_set_tokens_read: int = 0
     n_candidates: int = 0
-    shortcut: str = ""  # josie: "merge" (every list merged at once, a small query) or "lists" (see search.py)
+    # josie: "merge" (every list merged at once, a small query) or "lists" (after the rent, every list
+    # counted, no set read); see search.py
+    shortcut: str = ""
 
 
 @dataclass
@@ -59,6 +61,17 @@ class TopK:
         self.heap: list[int] = []
         self.overlaps: dict[int, int] = {}  # pushed one at a time
         self._batches: list[tuple[np.ndarray, np.ndarray]] = []  # pushed together (`push_many`)
+        self._final = False  # `of_counts`: the answer is ranked from one batch, nothing more is pushed
+
+    @classmethod
+    def of_counts(cls, k: int, set_ids: np.ndarray, overlaps: np.ndarray, *, exact_ties: bool = True) -> TopK:
+        """A finished top-k over the exact overlaps of *every* set that meets the query (a search that
+        merged all its lists): the arrays are ranked only when the answer is asked for, with no heap
+        kept on the way. A small query's whole search costs about as much as this bookkeeping did."""
+        top = cls(k, exact_ties=exact_ties)
+        top._batches.append((set_ids, overlaps))
+        top._final = True
+        return top
 
     @property
     def full(self) -> bool:
@@ -84,6 +97,7 @@ class TopK:
         return min(overlap, min(self.heap[1:3]))  # the (k-1)-th best: the smaller child of the root
 
     def push(self, set_id: int, overlap: int) -> None:
+        assert not self._final, "a top-k made by of_counts takes no more sets"
         if overlap <= 0 or self.prunable(overlap):
             return
         self.overlaps[set_id] = overlap
@@ -108,6 +122,8 @@ class TopK:
 
     def results(self, reader: IndexReader) -> list[JoinResult]:
         """The answer: overlap desc, column_id asc, at most k, read from the kept exact overlaps."""
+        if self._final:
+            return rank_arrays(reader, *self._batches[0], self.k)
         ids = [np.fromiter(self.overlaps, dtype=np.int64, count=len(self.overlaps)), *(b[0] for b in self._batches)]
         values = [
             np.fromiter(self.overlaps.values(), dtype=np.int64, count=len(self.overlaps)),

@@ -11,23 +11,25 @@ Follows Algorithm 1 (§3.4), 0-based, with the corrections listed in docs/algori
   candidate with its (then exact) count when all lists are read (errata A2, A3);
 - Eq. 9 uses the observed-window density, estimates are capped at the upper bound, costs are
   clamped at a floor, and the prefix-shrink benefit counts only unread, distinct lists (errata A4–A6).
-While fewer than k sets are known, candidates are read at once, best estimate first (Algorithm 1:
-kth is 0 and prunes nothing). Afterwards read decisions are taken at batch boundaries (λ distinct
-lists, default 20), as in the reference implementation, except that a decision that reads no set
-doubles the distance to the next one (up to 16 batches; back to one batch after a read). Big
-queries over a skewed lake read thousands of short lists with nothing worth a set read, and a
-decision every 20 lists there cost more than the lists; when decisions happen changes only the
-cost, never the answer, which stays exact. Tie handling: see `results.TopK`.
+Read decisions are taken at batch boundaries (λ distinct lists, default 20), as in the reference
+implementation, except that a decision that reads no set doubles the distance to the next one (up
+to 16 batches; back to one batch after a read). Big queries over a skewed lake read thousands of
+short lists with nothing worth a set read, and a decision every 20 lists there cost more than the
+lists; when decisions happen changes only the cost, never the answer, which stays exact. Tie
+handling: see `results.TopK`.
 
-Two steps go beyond Algorithm 1. First, it reads lists instead of sets whenever the cost model
-prices all the lists left at most as high as the set reads that would fill the heap: Algorithm 1
-reads a candidate set after every list until k sets are known, and on real lakes (short lists,
-big sets) those k reads cost more than merging every list, so JOSIE was slower than MergeList on
-most queries. Before the first list that test needs only the query's list lengths (sum of L(f) <=
-min(k, sum of f) * S(0)): the search then merges every list at once as MergeList does, with none of
-the per-step machinery below ("merge", the small-query path); later it uses the best candidates'
-set costs and reads the remaining lists in one segment ("lists"). Either way every list is read,
-so every count is exact.
+Three steps go beyond Algorithm 1.
+
+First, filling the heap. Algorithm 1 reads a candidate set after every list until k sets are
+known, on estimates made from one or two lists; on real lakes (short lists, big sets) those reads
+were mostly wasted, and JOSIE then read every list anyway. We *rent before buying* (`_rent`): read
+lists only, counting them as MergeList does, until they have cost what the k set reads that fill
+the heap would (k·S(0)); then weigh those reads, plus the lists the prefix would still need after
+them, against reading every list left (`_fill_or_lists`). If the lists win, every list is read and
+counted ("lists"): the counts are exact and no set is read. If the sets win, the rented lists become
+candidates and the k best are read. Before any list, a query whose lists cost no more than three
+times k·S(0) is merged at once ("merge", the small-query path): a set path would cost at least the
+rent, the reads and turning the rented lists into candidates.
 
 Second, once discovery has ended (no unseen set can reach the k-th overlap), what is left is
 settling the pending candidates; Algorithm 1 reads only those whose estimate beats the k-th
@@ -36,11 +38,10 @@ end of the query, and in a large query those are the longest lists. When the cos
 reading all pending sets below reading the unread lists, we read the sets and stop
 (`_settle_by_sets`); each read gives an exact overlap, as any candidate read does.
 
-Candidate state lives in numpy arrays indexed by set id, and the lists between two decision points
-are merged in one vectorised step: while the heap is full nothing changes the k-th overlap between
-decision points, so Algorithm 1's per-entry order (create a candidate at first sight while unseen
-sets can still win, accumulate r, keep the latest position) yields the same state. While the heap
-is not full, sets are read after every list, so lists are merged one at a time.
+Third, candidate state lives in numpy arrays indexed by set id, and the lists between two decision
+points are merged in one vectorised step: while the heap is full nothing changes the k-th overlap
+between decision points, so Algorithm 1's per-entry order (create a candidate at first sight while
+unseen sets can still win, accumulate r, keep the latest position) yields the same state.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from catalog.search.josie.cost_model import DEFAULT_COSTS, CostModel
-from catalog.search.josie.mergelist import mergelist_counts
+from catalog.search.josie.mergelist import EntryCounter, mergelist_counts, one_entry_each
 from catalog.search.josie.query_plan import ListReader, PackedLists, QueryPlan, count_matches
 from catalog.search.josie.reader import IndexReader
 from catalog.search.josie.results import SearchStats, TopK
@@ -108,10 +109,11 @@ class _Candidates:
         self.count += len(ids)
 
     def release(self) -> None:
-        """Zero what this search wrote and return the arrays to the thread's pool."""
+        """Zero what this search wrote and return the arrays to the thread's pool. Only status, partial
+        and j need it: i0, j0 and size are written when a set becomes a candidate, before any read."""
         if self.created:
             touched = np.concatenate(self.created)
-            for name in self._FIELDS:
+            for name in ("status", "partial", "j"):
                 getattr(self, name)[touched] = 0
         self._pool.arrays = tuple(getattr(self, name) for name in self._FIELDS)
 
@@ -154,10 +156,18 @@ def josie_top_k(
 ) -> TopK:
     """The exact top-k sets by overlap with the query (see `results.TopK.results` for the answer)."""
     stats = stats if stats is not None else SearchStats()
-    top = TopK(k, exact_ties=exact_ties)
     n = plan.n
     if n == 0:
-        return top
+        return TopK(k, exact_ties=exact_ties)
+    fill_cost = min(k, plan.list_entries) * costs.set_cost(0)  # the fewest set reads that fill the heap
+    if costs.lists_cost(len(plan.run_ends), plan.list_entries) <= 3 * fill_cost:
+        # The search would first read lists worth `fill_cost` (the rent, `_rent`); a set path then
+        # costs at least `fill_cost` in reads plus about as much again to turn the rented lists into
+        # candidates (bookkeeping costs about twice as much per entry as counting). So when all the
+        # lists cost no more than three times that, merge them at once with no per-step machinery
+        # (this test and the ranking cost what MergeList's do: a small query's search takes ~0.5 ms).
+        stats.shortcut = "merge"
+        return TopK.of_counts(k, *mergelist_counts(reader, plan, ignore=ignore, stats=stats), exact_ties=exact_ties)
     q_ids = plan.token_ids
     run_i = np.asarray(plan.run_ends, dtype=np.int64)
     run_s = np.asarray(plan.skipped, dtype=np.int64)
@@ -167,20 +177,18 @@ def josie_top_k(
     freqs = np.asarray(plan.frequencies, dtype=np.float64)[run_i]
     per_pos[run_i] = np.maximum(costs.floor, costs.read_list_a + costs.read_list_b * freqs)
     list_cost_upto = np.cumsum(per_pos)
-    if float(list_cost_upto[-1]) <= min(k, int(freqs.sum())) * costs.set_cost(0):
-        # Reading every list costs no more than the fewest set reads the search would make (it reads
-        # min(k, candidates) sets to fill its heap): merge them all, with no per-step machinery.
-        stats.shortcut = "merge"
-        top.push_many(*mergelist_counts(reader, plan, ignore=ignore, stats=stats))
-        return top
+    top = TopK(k, exact_ties=exact_ties)
     cand = _Candidates(ignore)
-    since_decision = 0
+    lists = ListReader(reader, plan, stats, block=batch_size)
+    start = _rent(reader, cand, top, costs, lists, plan, fill_cost, list_cost_upto, stats)
+    if start == n_runs:  # every list was read and counted: `top` holds the answer
+        cand.release()
+        return top
+    since_decision = start
     interval = batch_size  # lists between decisions: backs off while decisions read nothing
     budget = estimation_budget
-    lists = ListReader(reader, plan, stats, block=batch_size)
     run_start = run_i - run_s  # first query position of each run, ascending
-    start = 0
-    while start < n_runs:
+    while start < n_runs:  # the heap is full from here on
         discovery_end = _discovery_end(run_start, n, top)
         if start >= discovery_end:  # no unseen set can enter the top k: only pending candidates are left
             if not cand.count:
@@ -190,7 +198,7 @@ def josie_top_k(
                 reader, cand, top, costs, q_ids, n, i, float(list_cost_upto[-1] - list_cost_upto[i]), stats
             ):
                 break
-        stop = min(n_runs, start + (max(1, interval - since_decision) if top.full else 1))
+        stop = min(n_runs, start + max(1, interval - since_decision))
         if start < discovery_end < stop:
             stop = discovery_end  # end the segment where discovery ends: settling by sets may pay from there
         n_discover = stop - start if start < discovery_end else 0
@@ -209,19 +217,7 @@ def josie_top_k(
             break
         since_decision += stop - start
         start = stop
-        if not top.full and cand.count:
-            # Paper Algorithm 1: while fewer than k sets are known kth is 0 and prunes nothing, so
-            # candidates are read (best estimate first) until the heap is full; a high kth early is
-            # what lets the prefix and position filters cut the remaining lists and candidates.
-            # Unless the lists left cost no more than those reads: then read them all and stop.
-            fill = _best_first(cand, cand.pending(), n, i)[: top.k - len(top.heap)]
-            if float(list_cost_upto[-1] - list_cost_upto[i]) <= float(_set_costs(costs, _suffixes(cand, fill)).sum()):
-                stats.shortcut = "lists"
-                _merge(cand, lists.segment(start, n_runs), start, n_runs - start, run_i, run_s, stats)
-                break
-            for x in fill:
-                _read_candidate(reader, cand, top, q_ids, x, stats)
-        if since_decision < interval or not cand.count or (cand.count < k and not top.full):
+        if since_decision < interval or not cand.count:
             continue
         since_decision = 0
         interval = min(_MAX_BACKOFF * batch_size, 2 * interval)  # until a decision reads a set
@@ -278,7 +274,9 @@ def _merge(
 
     Runs hold each set at most once, so a set's first entry in the segment is its first run; the
     discovery runs are a prefix of the segment, so creation looks at that prefix only, and the
-    sets it creates are then applied with the pending ones (their first entry included)."""
+    sets it creates are then applied with the pending ones (their first entry included). New sets
+    are found without sorting (a sort of the entries cost as much as the rest of a middling search):
+    each one's first entry is the least entry index `np.minimum.at` writes for it."""
     if len(seg.set_ids) == 0:
         return
     sid = seg.set_ids.astype(np.int64)
@@ -288,14 +286,14 @@ def _merge(
         head = sid[: offsets[n_discover]]
         new = np.flatnonzero(cand.status[head] == _UNSEEN)
         if len(new):
-            made, first = np.unique(head[new], return_index=True)
-            at = new[first]  # entry of each new set's first occurrence
+            at = _first_entries(cand, head[new], new)  # each new set's first entry, in segment order
+            made = head[at]
             run = np.searchsorted(offsets, at, side="right") - 1  # its run, from start
             s = run_s[start + run]
             cand.i0[made] = run_i[start + run] - s
             cand.j0[made] = seg.positions[at] - s
             cand.size[made] = seg.sizes[at]
-            cand.create(made[np.lexsort((made, run))])  # creation order: run, then set id
+            cand.create(made)  # creation order: run, then set id (each list is sorted by set id)
             stats.n_candidates += len(made)
     apply = np.flatnonzero(cand.status[sid] == _PENDING)
     if len(apply) == 0:
@@ -309,6 +307,96 @@ def _merge(
         np.add.at(cand.partial, ids, 1)
     # int64 like cand.j: ufunc.at is an order of magnitude slower when it has to cast
     np.maximum.at(cand.j, ids, seg.positions[apply].astype(np.int64))
+
+
+def _rent(
+    reader: IndexReader,
+    cand: _Candidates,
+    top: TopK,
+    costs: CostModel,
+    lists: ListReader,
+    plan: QueryPlan,
+    fill_cost: float,
+    list_cost_upto: np.ndarray,
+    stats: SearchStats,
+) -> int:
+    """Rent before buying: read lists only until they have cost `fill_cost`, what the fewest set
+    reads that fill the heap would; then weigh those reads against reading every list left
+    (`_fill_or_lists`). Too few candidates to fill the heap: rent again for twice as long (kth stays
+    0 meanwhile, so every list read is needed anyway). Returns the next run to read: every run when
+    the lists won and `top` holds the answer; else the heap is full (its sets read) and the rented
+    lists are candidates.
+
+    The rented lists are only counted (`EntryCounter`, as MergeList counts) and their sets' latest
+    positions and sizes noted, which is all the choice needs; if the sets win, the rented lists are
+    then applied to the candidate arrays (`_merge`). Candidate bookkeeping costs about twice as much
+    per entry as counting, and when the lists win (ties at the top, common values) it was all waste."""
+    run_i = np.asarray(plan.run_ends, dtype=np.int64)
+    run_s = np.asarray(plan.skipped, dtype=np.int64)
+    run_cost = list_cost_upto[run_i]  # cost of the lists up to and including each run's
+    n, n_runs = plan.n, len(run_i)
+    counter = EntryCounter()
+    rented: list[tuple[int, PackedLists]] = []
+    met: list[np.ndarray] = []
+    start, rent = 0, fill_cost
+    while True:
+        spent = float(run_cost[start - 1]) if start else 0.0
+        stop = min(n_runs, max(start + 1, int(np.searchsorted(run_cost, spent + rent, side="right"))))
+        seg = lists.segment(start, stop)
+        sid = counter.add(seg, run_s[start:stop] + 1)
+        if len(sid):
+            cand.fit(int(sid.max()))
+            np.maximum.at(cand.j, sid, seg.positions.astype(np.int64))  # positions rise run by run
+            cand.size[sid] = seg.sizes
+            cand.created.append(sid)  # j is zeroed by `release`
+            met.append(sid)
+        rented.append((start, seg))
+        start, i = stop, int(run_i[stop - 1])
+        if stop == n_runs:
+            stats.shortcut = "lists"
+            _push_counted(counter, cand, top, stats)
+            return n_runs
+        seen = np.concatenate(met) if met else np.empty(0, dtype=np.int64)
+        ids = seen[one_entry_each(seen, cand.i0)]  # i0 is scratch until a set becomes a candidate
+        ids = ids[cand.status[ids] == _UNSEEN]  # ignored sets are done
+        if len(ids) >= top.k:
+            break
+        rent *= 2
+    fill = _fill_or_lists(ids, counter.counts(ids), cand.size[ids], cand.j[ids], top, costs, n, i, list_cost_upto)
+    if fill is None:
+        stats.shortcut = "lists"
+        counter.add(lists.segment(start, n_runs), run_s[start:] + 1)
+        _push_counted(counter, cand, top, stats)
+        return n_runs
+    counter.discard()
+    for at, seg in rented:  # the sets win: the rented lists become candidates, as if read one by one
+        _merge(cand, seg, at, len(seg.offsets) - 1, run_i, run_s, stats)
+    for x in fill.tolist():
+        _read_candidate(reader, cand, top, plan.token_ids, x, stats)
+    return start
+
+
+def _push_counted(counter: EntryCounter, cand: _Candidates, top: TopK, stats: SearchStats) -> None:
+    """Every list has been counted: push each set's count (its exact overlap), leaving out the done
+    ones (ignored, or read and pushed already)."""
+    ids, counts = counter.take()
+    if len(ids):
+        cand.fit(int(ids.max()))
+        keep = cand.status[ids] != _DONE
+        ids, counts = ids[keep], counts[keep]
+    stats.n_candidates += len(ids)
+    top.push_many(ids, counts)
+
+
+def _first_entries(cand: _Candidates, ids: np.ndarray, entries: np.ndarray) -> np.ndarray:
+    """Of `entries` (ascending) holding set `ids` (unseen, so their `j` slots are free), the first
+    entry of each set. `cand.j` serves as scratch and is zeroed again."""
+    mark = cand.j
+    mark[ids] = int(entries[-1]) + 1  # above every entry index
+    np.minimum.at(mark, ids, entries)
+    first = entries[mark[ids] == entries]
+    mark[ids] = 0
+    return first
 
 
 def _discovery_end(run_start: np.ndarray, n: int, top: TopK) -> int:
@@ -326,6 +414,49 @@ def _best_first(cand: _Candidates, ids: np.ndarray, n: int, i: int) -> list[int]
     ub = cand.upper_bounds(ids, n, i)
     est = np.minimum(ub, (partial / (i - i0 + 1) * (n - i0)).astype(np.int64))
     return ids[np.lexsort((ids, -ub, -est))].tolist()
+
+
+def _fill_or_lists(
+    ids: np.ndarray,
+    partial: np.ndarray,
+    size: np.ndarray,
+    j: np.ndarray,
+    top: TopK,
+    costs: CostModel,
+    n: int,
+    i: int,
+    list_cost_upto: np.ndarray,
+) -> np.ndarray | None:
+    """With the heap empty, after the lists up to position i: the k sets to read now to fill it (best
+    first), or None when reading every list left costs no more than the least the set path can cost.
+    That least is the reads themselves plus settling the other candidates whose estimates reach
+    kth', the k-th estimate of the sets read (by their own sets or by the lists left, the cheaper):
+    when most candidates tie at the top, as a few common values make them, no read can prune them.
+    The lists the prefix still needs are not counted: candidates not met yet can raise kth' far
+    above what the ones met so far say (a query of 350,000 real tokens met 54 sets in its rent, and
+    its true k-th overlap was 1,000 times their k-th estimate; counting those lists sent it through
+    all 57,000 of its lists, 3× slower than ProbeSet), and reading sets leaves the search free to
+    read the lists later, while reading every list now is final. `ids` are the candidates, with
+    their counts, sizes and latest positions.
+
+    Estimates here count a set's matches over *every* list read (all were, and a set is absent from
+    those before its first match), not from its first match as Eq. 4 does: after the rent, Eq. 4
+    rates a set met once, in the last list read, at the whole rest of the query, and such sets
+    crowded out the ones met in every list."""
+    ub = partial + np.minimum(n - 1 - i, size - 1 - j)
+    est = np.minimum(ub, (partial * n) // (i + 1))
+    k = top.k
+    cut = len(est) - k
+    best = np.flatnonzero(est >= np.partition(est, cut)[cut])  # the k-th best estimate and its ties
+    best = best[np.lexsort((ids[best], -ub[best], -est[best]))[:k]]
+    rest = float(list_cost_upto[-1] - list_cost_upto[i])
+    suffix = size - 1 - j
+    cost = float(_set_costs(costs, suffix[best]).sum())
+    others = ~_below(est, int(est[best].min()), top.exact_ties)
+    others[best] = False
+    if others.any():
+        cost += min(rest, float(_set_costs(costs, suffix[others]).sum()))
+    return None if rest <= cost else ids[best]
 
 
 def _read_candidate(

@@ -24,8 +24,8 @@ First, filling the heap. Algorithm 1 reads a candidate set after every list unti
 known, on estimates made from one or two lists; on real lakes (short lists, big sets) those reads
 were mostly wasted, and JOSIE then read every list anyway. We *rent before buying* (`_rent`): read
 lists only, counting them as MergeList does, until they have cost what the k set reads that fill
-the heap would (k·S(0)); then weigh those reads, plus the lists the prefix would still need after
-them, against reading every list left (`_fill_or_lists`). If the lists win, every list is read and
+the heap would (k·S(0)); then weigh those reads, plus settling the candidates that tie with them,
+against reading every list left (`_fill_or_lists`). If the lists win, every list is read and
 counted ("lists"): the counts are exact and no set is read. If the sets win, the rented lists become
 candidates and the k best are read. Before any list, a query whose lists cost no more than three
 times k·S(0) is merged at once ("merge", the small-query path): a set path would cost at least the

@@ -17,6 +17,7 @@ from catalog.core.errors import EmbedderMismatchError, UserError
 from catalog.search.pexeso import search as pexeso_search
 from catalog.search.pexeso.grid import leaf_keys
 from catalog.search.pexeso.index import PEXESO_EMBEDDER, ColumnRef, ColumnVectors, IndexShape, PexesoIndex, embed_column
+from catalog.search.pexeso.pivots import map_to_pivots
 from catalog.search.pexeso.search import (
     EmptyQueryError,
     Query,
@@ -60,6 +61,30 @@ def test_pexeso_equals_brute_force_and_the_oracle_for_random_tau_and_threshold(s
     assert any(oracle(lake, clustered_query(rng, centres=centres, spread=spread, n=50), 0.06, 0.5) for _ in range(3))
 
 
+@pytest.mark.parametrize("method", ["pexeso", "brute"])
+def test_each_example_is_a_matched_query_value_and_the_nearest_value_of_its_column(method: str) -> None:
+    rng = np.random.default_rng(11)
+    centres = rng.standard_normal((4, SPEC.dimension))
+    lake = clustered_lake(rng, n_columns=40, centres=centres, spread=0.05)
+    index = PexesoIndex.build(lake, SPEC, IndexShape(n_pivots=4, levels=4))
+    query = clustered_query(rng, centres=centres, spread=0.05, n=80)
+    by_id = {c.ref.column_id: c for c in lake}
+    found = search(index, query, tau=0.1, threshold=0.2, method=method)  # type: ignore[arg-type]
+    assert found
+    for match in found:
+        col = by_id[match.column_id]
+        d = np.array(
+            [distance_rows(np.repeat(query.vectors[[i]], len(col.vectors), 0), col.vectors) for i in range(80)]
+        )
+        matched_rows = np.flatnonzero((d <= 0.2).any(axis=1))
+        expected_rows = matched_rows[: pexeso_search.N_EXAMPLES]
+        assert [e.query_value for e in match.examples] == [query.values[i] for i in expected_rows]
+        for e, row in zip(match.examples, expected_rows, strict=True):
+            nearest = float(d[row].min())
+            assert e.distance == pytest.approx(nearest, abs=1e-5)
+            assert float(d[row][col.values.index(e.lake_value)]) == pytest.approx(nearest, abs=1e-5)
+
+
 def test_a_query_blocking_prunes_little_is_verified_densely_with_the_same_answers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -73,6 +98,22 @@ def test_a_query_blocking_prunes_little_is_verified_densely_with_the_same_answer
     for share in (0.0, 0.25, math.inf):
         monkeypatch.setattr(pexeso_search, "DENSE_SHARE", share)
         assert _answers(index, query, 0.1, 0.4, "pexeso") == expected
+
+
+def test_blocking_stops_early_when_the_cells_left_hold_more_pairs_than_verification_would_read() -> None:
+    rng = np.random.default_rng(5)
+    centres = rng.standard_normal((3, SPEC.dimension))
+    lake = clustered_lake(rng, n_columns=40, centres=centres, spread=0.05)
+    index = PexesoIndex.build(lake, SPEC, IndexShape(n_pivots=3, levels=6))
+    query = clustered_query(rng, centres=centres, spread=0.05, n=30)
+    q_mapped = map_to_pivots(query.vectors, index.pivots)
+    every_pair = len(query.vectors) * len(index)
+    blocked = pexeso_search._block(index.grid, q_mapped, 0.12, math.inf)
+    assert blocked is not None
+    assert pexeso_search._block(index.grid, q_mapped, 0.12, 0.0) is None  # candidates are left: stop
+    assert pexeso_search._block(index.grid, q_mapped, 0.12, every_pair) is not None  # never more than all
+    # a radius so wide that no level's cells are narrow enough to judge: blocking runs to the leaves
+    assert pexeso_search._block(index.grid, q_mapped, 2.0, 0.0) is not None
 
 
 def test_duplicates_count_on_the_query_side_and_the_threshold_is_inclusive() -> None:
@@ -239,8 +280,10 @@ def test_the_lemmas_never_drop_a_true_match(
     probe = Query(tuple(map(str, range(len(q)))), q, np.ones(len(q), np.int64), spec)
     radius = 2 * tau
     # every true (query, leaf cell of a matching lake vector) pair survives blocking
-    mapped = pexeso_search.map_to_pivots(q, index.pivots)
-    s_q, s_lo, s_hi, c_q, c_leaf = pexeso_search._block(index.grid, mapped, radius)
+    mapped = map_to_pivots(q, index.pivots)
+    blocked = pexeso_search._block(index.grid, mapped, radius, math.inf)
+    assert blocked is not None
+    s_q, s_lo, s_hi, c_q, c_leaf = blocked
     leaf_of = np.searchsorted(index.grid.keys[levels], index.keys)
     for qi in range(len(q)):
         d = distance_rows(np.repeat(q[qi : qi + 1], len(index), 0), index.vectors)

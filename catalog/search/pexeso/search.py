@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from catalog.core.embedding import Embedder
 from catalog.core.errors import EmbedderMismatchError, UserError
-from catalog.search.pexeso.grid import Grid, expand, leaf_keys
+from catalog.search.pexeso.grid import EXTENT, Grid, expand, leaf_keys
 from catalog.search.pexeso.index import EmbeddingSpec, PexesoIndex
 from catalog.search.pexeso.pivots import map_to_pivots
 
@@ -47,9 +47,12 @@ Method = Literal["pexeso", "brute"]
 _EPS = 1e-7  # pivot-space safety margin (float64 rounding of a distance on unit vectors is ~1e-16)
 _BRUTE_MARGIN = 1e-3  # float32 matrix-product squared distances are off by < 1e-4 on unit vectors
 _QUERY_CHUNK = 256  # distinct query vectors verified between two Lemma-7 prunings
-_VECTOR_BLOCK = 1 << 15  # candidate lake vectors whose dot products with the query are one matrix product
 _BRUTE_CELLS = 1 << 23  # query × lake distances computed in one numpy pass by brute force
 N_EXAMPLES = 3
+# Lake vectors a pivot keeps this much beyond τ from a matched query value cannot be its example: a
+# float32 squared distance is off by < 1e-4, and (τ + 0.01)² − τ² >= 1e-4 at every τ.
+_EXAMPLE_MARGIN = 0.01
+_EXAMPLE_COMBINATIONS = 1 << 20  # (example, column vector) pairs weighed at once
 # When blocking leaves more than this share of all (query, lake) pairs as candidates, verification
 # computes every distance by matrix products instead (brute force's rule: the same answers). Pivots
 # prune little when the vectors' intrinsic dimension is high: hashed character n-grams put nearly
@@ -232,34 +235,33 @@ def _decide(sq: np.ndarray, r2: float) -> tuple[np.ndarray, np.ndarray]:
     return sq <= r2 - _BRUTE_MARGIN, np.abs(sq - r2) <= _BRUTE_MARGIN
 
 
-def _close_pairs(q: np.ndarray, x: np.ndarray, pq: np.ndarray, px: np.ndarray, radius: float) -> np.ndarray:
-    """Whether each pair (q[pq[i]], x[px[i]]) is within `radius`, decided as brute force decides:
-    the pairs' distinct lake vectors are taken in blocks, each block's dot products with the
-    pairs' query vectors computed by one matrix product, and only the pairs near τ re-computed by
-    `distance_rows` (gathering every pair's two rows would move |pairs| × dimension floats)."""
+def _close_pairs(
+    q: np.ndarray, x: np.ndarray, x_sq: np.ndarray, pq: np.ndarray, px: np.ndarray, radius: float
+) -> np.ndarray:
+    """Whether each pair (q[pq[i]], x[px[i]]) is within `radius`, decided as brute force decides
+    (`x_sq`: the squared norms of the rows of `x`).
+
+    `pq` must be sorted (the verification loop keeps its pairs in query order). Each query vector's
+    lake vectors are gathered once and multiplied by it (a matrix-vector product): a lake vector
+    is a candidate of about one query vector, so a product of every query vector with every
+    candidate (a matrix product) would compute ~|Q| times the dot products that are needed. The
+    float32 squared distances decide the pairs clear by a wide margin and `distance_rows` the ones
+    near τ, as in `close_pairs`."""
     out = np.zeros(len(pq), bool)
     if not len(pq):
         return out
     r2 = radius * radius
-    uq, at_q = np.unique(pq, return_inverse=True)
-    ux, at_x = np.unique(px, return_inverse=True)
-    qv = q[uq].astype(np.float32)
-    q_sq = (qv * qv).sum(1)
-    order = np.argsort(at_x, kind="stable")
-    bounds = np.searchsorted(at_x[order], np.arange(0, len(ux) + _VECTOR_BLOCK, _VECTOR_BLOCK))
-    for b, (lo, hi) in enumerate(itertools.pairwise(bounds)):
-        if lo == hi:
-            continue
-        first = b * _VECTOR_BLOCK
-        xv = x[ux[first : first + _VECTOR_BLOCK]]
-        g = qv @ xv.T
-        sel = order[lo:hi]
-        i, j = at_q[sel], at_x[sel] - first
-        sq = q_sq[i] + (xv * xv).sum(1)[j] - 2.0 * g[i, j]
-        sure, near = _decide(sq, r2)
-        out[sel[sure]] = True
-        near_sel = sel[near]
-        out[near_sel] = distance_rows(q[pq[near_sel]], x[px[near_sel]]) <= radius
+    q32 = q.astype(np.float32)
+    bounds = np.flatnonzero(np.diff(pq, prepend=pq[0] - 1, append=pq[-1] + 1))
+    sq = np.empty(len(pq), np.float32)
+    for lo, hi in itertools.pairwise(bounds.tolist()):
+        xv = x[px[lo:hi]]
+        qv = q32[pq[lo]]
+        sq[lo:hi] = x_sq[px[lo:hi]] + float(qv @ qv) - 2.0 * (xv @ qv)
+    sure, near = _decide(sq, r2)
+    out[sure] = True
+    near_at = np.flatnonzero(near & ~sure)
+    out[near_at] = distance_rows(q[pq[near_at]], x[px[near_at]]) <= radius
     return out
 
 
@@ -270,10 +272,12 @@ def _hits_pexeso(index: PexesoIndex, query: Query, radius: float, need: int) -> 
     if not len(index):
         return np.zeros(0, np.int64)
     q_mapped = map_to_pivots(query.vectors, index.pivots)
-    sure_q, sure_lo, sure_hi, cand_q, cand_leaf = _block(index.grid, q_mapped, radius)
+    dense = DENSE_SHARE * len(query.vectors) * len(index)
+    blocked = _block(index.grid, q_mapped, radius, dense)
     starts = index.grid.starts[index.shape.levels]
-    if (starts[cand_leaf + 1] - starts[cand_leaf]).sum() > DENSE_SHARE * len(query.vectors) * len(index):
-        return _hits_brute(index, query, radius)  # blocking pruned too little: matrix products are cheaper
+    if blocked is None or (starts[blocked[4] + 1] - starts[blocked[4]]).sum() > dense:
+        return _hits_brute(index, query, radius)  # blocking prunes too little: matrix products are cheaper
+    sure_q, sure_lo, sure_hi, cand_q, cand_leaf = blocked
     postings = index.leaf_postings
     sure_owner, sure_post = expand(postings[sure_lo], postings[sure_hi])
     sure_q = sure_q[sure_owner]
@@ -295,15 +299,14 @@ def _hits_pexeso(index: PexesoIndex, query: Query, radius: float, need: int) -> 
         hit_q = [sure_q[s_lo:s_hi]]
         hit_col = [sure_col[s_lo:s_hi]]
         vq, vv = cand_q[c_lo:c_hi], cand_vec[c_lo:c_hi]
-        live = alive[index.column_of[vv]]
-        vq, vv = vq[live], vv[live]
-        gap = np.abs(index.mapped[vv] - q_mapped[vq]).max(axis=1) if len(vv) else np.zeros(0)
-        vq, vv = vq[gap <= radius + _EPS], vv[gap <= radius + _EPS]  # Lemma 1: filtered by a pivot
-        via_pivot = (index.mapped[vv] + q_mapped[vq]).min(axis=1) <= radius - _EPS if len(vv) else np.zeros(0, bool)
-        hit_q.append(vq[via_pivot])  # Lemma 2: matched through a pivot, no distance needed
+        if not alive.all():
+            live = alive[index.column_of[vv]]
+            vq, vv = vq[live], vv[live]
+        vq, vv, via_pivot = _pivot_lemmas(index.mapped_by_pivot, q_mapped, vq, vv, radius)
+        hit_q.append(vq[via_pivot])
         hit_col.append(index.column_of[vv[via_pivot]])
         vq, vv = vq[~via_pivot], vv[~via_pivot]
-        close = _close_pairs(query.vectors, index.vectors, vq, vv, radius)
+        close = _close_pairs(query.vectors, index.vectors, index.squared_norms, vq, vv, radius)
         hit_q.append(vq[close])
         hit_col.append(index.column_of[vv[close]])
         pairs = np.unique(np.concatenate(hit_q).astype(np.int64) * n_columns + np.concatenate(hit_col))
@@ -317,13 +320,39 @@ def _hits_pexeso(index: PexesoIndex, query: Query, radius: float, need: int) -> 
     return np.concatenate(codes) if codes else np.zeros(0, np.int64)
 
 
+def _pivot_lemmas(
+    by_pivot: np.ndarray, q_mapped: np.ndarray, vq: np.ndarray, vv: np.ndarray, radius: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lemmas 1 and 2 on candidate pairs (query vector `vq[i]`, lake vector `vv[i]`): the pairs
+    no pivot keeps more than `radius` apart (Lemma 1 drops the others), and of those, whether some
+    pivot lies within `radius` of both (Lemma 2: a match with no distance computed).
+
+    One pivot at a time over the shrinking set of pairs, reading that pivot's contiguous row of
+    coordinates (a reduction over the 5 pivots of each pair is several times slower in numpy)."""
+    via_pivot = np.zeros(len(vv), bool)
+    for axis, coordinates in enumerate(by_pivot):
+        x_at, q_at = coordinates[vv], q_mapped[vq, axis]
+        keep = np.abs(x_at - q_at) <= radius + _EPS
+        vq, vv = vq[keep], vv[keep]
+        via_pivot = via_pivot[keep] | (x_at[keep] + q_at[keep] <= radius - _EPS)
+    return vq, vv, via_pivot
+
+
 def _block(
-    grid: Grid, q_mapped: np.ndarray, radius: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    grid: Grid, q_mapped: np.ndarray, radius: float, dense: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """Algorithm 1, breadth first: the query grid HG_Q and the lake's HG_RV descended together.
 
     Returns the matching pairs as (query vector, [lo, hi) of leaf cells whose every vector matches
-    it) and the candidate pairs as (query vector, leaf cell)."""
+    it) and the candidate pairs as (query vector, leaf cell); or None as soon as it is clear that
+    more than `dense` (query vector, lake vector) pairs stay candidates, so that brute force is
+    cheaper than blocking on.
+
+    "Clear" is judged once the cells are no wider than twice the search window (4·radius): from
+    there a level can only trim the edges of the region left, so when more than `dense` pairs are
+    still under the cells kept, about that many reach the leaves. On hashed n-grams 99% of the pairs
+    were left at that level and 75% at the leaves, where blocking had cost more than brute force; on
+    the bench's clustered lake, 2%, and 0.2% at the leaves."""
     levels = grid.levels
     q_keys = leaf_keys(q_mapped, levels)
     q_order = np.argsort(q_keys, kind="stable")
@@ -352,6 +381,8 @@ def _block(
                 sure.append((q_order[qv], leaf_lo, leaf_hi))
             keep = ~filtered & ~matching
             pair_q, pair_t = child_q[keep], child_t[keep]
+            if EXTENT / (1 << below) <= 4 * radius and _pairs_under(q_grid, grid, below, pair_q, pair_t) > dense:
+                return None
         else:  # the leaves: Lemmas 5 and 3 query vector by query vector
             owner, qv = expand(q_grid.starts[below][child_q], q_grid.starts[below][child_q + 1])
             leaf = child_t[owner]
@@ -365,6 +396,13 @@ def _block(
             s_q, s_lo, s_hi = (np.concatenate(parts) for parts in zip(*sure, strict=True))
             return s_q, s_lo, s_hi, cand_q, cand_leaf
     raise AssertionError("a grid has at least one level")
+
+
+def _pairs_under(q_grid: Grid, grid: Grid, level: int, q_cells: np.ndarray, t_cells: np.ndarray) -> int:
+    """(query vector, lake vector) pairs under the cell pairs (q_cells[i], t_cells[i]) of `level`."""
+    q_size = q_grid.starts[level][q_cells + 1] - q_grid.starts[level][q_cells]
+    t_size = grid.starts[level][t_cells + 1] - grid.starts[level][t_cells]
+    return int((q_size * t_size).sum())
 
 
 def _results(
@@ -381,10 +419,20 @@ def _results(
     )
     if k is not None:
         order = order[:k]
-    out = []
-    for c in order:
+    n_q = len(query.vectors)
+    by_column = np.sort(hit_col * n_q + hit_q)  # each column's matched query rows, ascending
+    cols = np.asarray(order, np.int64)
+    first = np.searchsorted(by_column, cols * n_q)
+    n_examples = np.minimum(np.searchsorted(by_column, (cols + 1) * n_q) - first, N_EXAMPLES)
+    _, rows = expand(first, first + n_examples)
+    example_q = by_column[rows] % n_q  # the first (at most) N_EXAMPLES matched query rows of each column
+    nearest, dist = _nearest_members(index, query, np.repeat(cols, n_examples), example_q, radius)
+    found = list(zip(example_q.tolist(), nearest.tolist(), dist.tolist(), strict=True))
+    out, done = [], 0
+    for c, n in zip(order, n_examples.tolist(), strict=True):
         ref = index.columns[c]
-        examples = _examples(index, query, c, np.sort(hit_q[hit_col == c])[:N_EXAMPLES])
+        examples = tuple(Example(query.values[qv], str(index.values[x]), d) for qv, x, d in found[done : done + n])
+        done += n
         out.append(
             SemanticMatch(
                 ref.table_id, ref.column, ref.column_id, float(matched[c] / query.size), int(matched[c]), examples
@@ -393,16 +441,31 @@ def _results(
     return out
 
 
-def _examples(index: PexesoIndex, query: Query, column: int, query_rows: np.ndarray) -> tuple[Example, ...]:
-    """For each matched query value, the column's nearest value (by a float32 matrix product; its
-    distance by `distance_rows`; ties: the first in index order)."""
+def _nearest_members(
+    index: PexesoIndex, query: Query, columns: np.ndarray, query_rows: np.ndarray, radius: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each pair (columns[i], query_rows[i]) of a column and a query value it matched: the row of
+    the column's nearest vector (float32 squared distance; ties: the first row) and its distance by
+    `distance_rows`.
+
+    A matched value's nearest lies within `radius`, so the column's vectors that a pivot keeps
+    farther than `radius` + `_EXAMPLE_MARGIN` from it (Lemma 1) are left out before any vector is
+    read: far enough that float32 rounding could not have made one of them the nearest. All pairs
+    are done at once, a bounded number of (pair, member) combinations at a time."""
     order, starts = index.column_rows
-    members = order[starts[column] : starts[column + 1]]
-    x = index.vectors[members]
-    q = query.vectors[query_rows]
-    nearest = np.argmin((x * x).sum(1)[None, :] - 2.0 * (q @ x.T), axis=1)
-    d = distance_rows(q, x[nearest])
-    return tuple(
-        Example(query.values[qv], str(index.values[members[n]]), float(dist))
-        for qv, n, dist in zip(query_rows.tolist(), nearest.tolist(), d.tolist(), strict=True)
-    )
+    sizes = starts[columns + 1] - starts[columns]
+    nearest = np.zeros(len(columns), np.int64)
+    q_mapped = map_to_pivots(query.vectors, index.pivots)
+    step = max(1, _EXAMPLE_COMBINATIONS // max(1, int(sizes.max(initial=1))))
+    for lo in range(0, len(columns), step):
+        pair, pos = expand(starts[columns[lo : lo + step]], starts[columns[lo : lo + step] + 1])
+        member, q = order[pos], query_rows[lo + pair]
+        for axis, coordinates in enumerate(index.mapped_by_pivot):  # the pivots one by one, on fewer each time
+            near = np.abs(coordinates[member] - q_mapped[q, axis]) <= radius + _EXAMPLE_MARGIN
+            pair, member, q = pair[near], member[near], q[near]
+        x, qv = index.vectors[member], query.vectors[q].astype(np.float32)
+        sq = index.squared_norms[member] - 2.0 * np.einsum("ij,ij->i", x, qv)
+        best = np.lexsort((member, sq, pair))
+        firsts = best[np.flatnonzero(np.diff(pair[best], prepend=-1))]
+        nearest[lo + pair[firsts]] = member[firsts]
+    return nearest, distance_rows(query.vectors[query_rows], index.vectors[nearest])

@@ -24,7 +24,8 @@ from catalog.db.bulk import insert_rows
 from catalog.search.pexeso.lists import lists_current, refresh_semantic_lists
 from catalog.search.pexeso.models import PexesoColumn, PexesoMeta
 from catalog.search.pexeso.repartition import assign_added, partitioning_current, repartition
-from catalog.search.pexeso.source import IndexFrame, load_index
+from catalog.search.pexeso.source import IndexFrame
+from catalog.search.pexeso.vector_blocks import catalog_blocks
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.pexeso.tables import PEXESO_VECTORS, PexesoState, shape_json, spec_json
@@ -88,11 +89,13 @@ def _next_ref(session: Session) -> int:
 
 
 def _refresh_lists(session: Session, added: Collection[str] | None, touched: Collection[str]) -> dict[str, int]:
-    """The semantic join lists brought to the index just written (read back from the catalog: the
-    lists are a search of what a lookup's search would see)."""
+    """The semantic join lists brought to the index just written (read back from the catalog, a
+    budget's worth of vectors at a time: the lists are a search of what a lookup's search would see)."""
     conn = session.connection()
     sizes = {c: n for c, n in conn.execute(select(PexesoColumn.column_id, PexesoColumn.n_values))}
-    return refresh_semantic_lists(conn, sizes, lambda: load_index(conn).index, added, touched)
+    facts = dict(conn.execute(select(PexesoMeta.key, PexesoMeta.value)).tuples().all())
+    budget = IndexFrame.of(facts).shape.memory_budget_mb  # the lists hold no more lake vectors than a search
+    return refresh_semantic_lists(conn, sizes, lambda: catalog_blocks(conn, budget), added, touched)
 
 
 def _delete_tables(session: Session, table_ids: Sequence[str]) -> None:

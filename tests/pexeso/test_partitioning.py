@@ -5,22 +5,20 @@ oracle for random τ and T, after random ADD/DELETE batches, on both catalog dat
 
 from __future__ import annotations
 
-import base64
-import dataclasses
-import json
 import math
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Connection, Engine, delete, func, insert, select
+from sqlalchemy import Engine, delete, func, select
 
 from catalog.search.pexeso import search as pexeso_search
 from catalog.search.pexeso.index import ColumnRef, ColumnVectors, IndexShape
-from catalog.search.pexeso.models import PexesoColumn, PexesoMeta
+from catalog.search.pexeso.models import PexesoColumn
 from catalog.search.pexeso.partitioning import (
     LN2,
+    ColumnSummaries,
     Histograms,
     assign_with_capacity,
     cluster,
@@ -31,8 +29,8 @@ from catalog.search.pexeso.partitioning import (
 from catalog.search.pexeso.pivots import map_to_pivots, select_pivots
 from catalog.search.pexeso.repartition import assign_added, partition_fact, repartition, repartition_due
 from catalog.search.pexeso.search import Query, distance_rows, search_partitions
-from catalog.search.pexeso.source import IndexFrame, budget_vectors, partitions
-from tests.pexeso.lake import SPEC, clustered_lake, clustered_query, oracle, unit
+from catalog.search.pexeso.source import SearchPlan, budget_vectors, partitions
+from tests.pexeso.lake import SPEC, clustered_lake, clustered_query, oracle, publish_columns, unit, write_facts
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +89,7 @@ def _two_families(rng: np.random.Generator, n: int) -> tuple[list[ColumnVectors]
     return columns, np.array([i % 2 for i in range(n)])
 
 
-def _summaries(columns: list[ColumnVectors], pivots: np.ndarray, level: int = 2):  # type: ignore[no-untyped-def]
+def _summaries(columns: list[ColumnVectors], pivots: np.ndarray, level: int = 2) -> ColumnSummaries:
     vectors = np.concatenate([c.vectors for c in columns])
     column_of = np.repeat(np.arange(len(columns)), [len(c.vectors) for c in columns])
     return summarise(map_to_pivots(vectors, pivots), column_of, len(columns), level)
@@ -189,37 +187,9 @@ def test_partition_skipping_never_drops_a_true_match(
 
 
 # ---------------------------------------------------------------------- through the catalog
-def _publish(conn: Connection, columns: list[ColumnVectors], first_ref: int) -> None:
-    rows = [
-        {
-            "column_ref": first_ref + i,
-            "column_id": c.ref.column_id,
-            "table_id": c.ref.table_id,
-            "header": c.ref.column,
-            "n_values": len(c.values),
-            "value_list": json.dumps(list(c.values)),
-            "vectors": c.vectors.astype("<f4").tobytes(),
-        }
-        for i, c in enumerate(c for c in columns if len(c.vectors))
-    ]
-    if rows:
-        conn.execute(insert(PexesoColumn), rows)
-
-
-def _write_facts(conn: Connection, shape: IndexShape, pivots: np.ndarray, n_vectors: int) -> IndexFrame:
-    facts = {
-        "index_version": "1",
-        "spec": json.dumps(dataclasses.asdict(SPEC)),
-        "shape": json.dumps(dataclasses.asdict(shape)),
-        "pivots": base64.b64encode(pivots.astype("<f4").tobytes()).decode("ascii"),
-        "n_vectors": str(n_vectors),
-    }
-    conn.execute(delete(PexesoMeta).where(PexesoMeta.key.in_(list(facts))))
-    conn.execute(insert(PexesoMeta), [{"key": k, "value": v} for k, v in facts.items()])
-    return IndexFrame.of(facts)
-
-
-def _searched(engine: Engine, query: Query, tau: float, threshold: float, budget_mb: float, method: str):  # type: ignore[no-untyped-def]
+def _searched(
+    engine: Engine, query: Query, tau: float, threshold: float, budget_mb: float, method: str
+) -> tuple[list[tuple[str, int]], SearchPlan]:
     with engine.connect() as conn:
         parts = partitions(conn, budget_mb)
         plan = parts.plan(query.vectors, tau)
@@ -265,8 +235,8 @@ def test_search_over_budgeted_partitions_equals_the_oracle_through_add_and_delet
     capacity = budget_vectors(shape.memory_budget_mb, SPEC, shape)
     assert capacity * 4 < len(vectors), "the budget must be well below the lake"
     with catalog_engine.begin() as conn:
-        _publish(conn, held, 1)
-        frame = _write_facts(conn, shape, pivots, len(vectors))
+        publish_columns(conn, held, 1)
+        frame = write_facts(conn, shape, pivots, len(vectors))
         assert repartition(conn, frame)["pexeso_partitions"] >= 4
     assert _check_budget(catalog_engine, capacity) >= 4
     skipped = opened = 0
@@ -294,7 +264,7 @@ def test_search_over_budgeted_partitions_equals_the_oracle_through_add_and_delet
         with catalog_engine.begin() as conn:
             conn.execute(delete(PexesoColumn).where(PexesoColumn.column_id.in_(gone)))
             first = (conn.execute(select(func.max(PexesoColumn.column_ref))).scalar() or 0) + 1
-            _publish(conn, new, first)
+            publish_columns(conn, new, first)
             counts = assign_added(conn, frame, first)
             opened += counts["pexeso_partitions_opened"]
             fact = partition_fact(conn)
@@ -306,7 +276,7 @@ def test_search_over_budgeted_partitions_equals_the_oracle_through_add_and_delet
     held.append(ColumnVectors(ColumnRef("big", "t-big", "c"), [f"big{j}" for j in range(len(big))], big))
     with catalog_engine.begin() as conn:
         first = (conn.execute(select(func.max(PexesoColumn.column_ref))).scalar() or 0) + 1
-        _publish(conn, held[-1:], first)
+        publish_columns(conn, held[-1:], first)
         opened += assign_added(conn, frame, first)["pexeso_partitions_opened"]
     assert opened >= 1
     _check_budget(catalog_engine, capacity)

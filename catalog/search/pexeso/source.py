@@ -132,9 +132,13 @@ class Partitions:
         present = np.unique(self.partition_of[known])
         return SearchPlan(self._pack(keep), len(present), int((~live[present]).sum()))
 
-    def _pack(self, keep: np.ndarray) -> list[Load]:
+    def with_capacity(self, capacity: int) -> list[Load]:
+        """Every column in loads of at most `capacity` vectors (no partition skipped)."""
+        return self._pack(np.ones(len(self.refs), bool), capacity)
+
+    def _pack(self, keep: np.ndarray, capacity: int | None = None) -> list[Load]:
         refs, parts, sizes = self.refs[keep], self.partition_of[keep], self.sizes[keep]
-        groups = pack_in_order(sizes, self.capacity)
+        groups = pack_in_order(sizes, self.capacity if capacity is None else capacity)
         loads = []
         for g in np.unique(groups).tolist():
             at = np.flatnonzero(groups == g)
@@ -230,7 +234,7 @@ def _load_columns(conn: Connection, frame: IndexFrame, load: Load | None = None)
         PexesoColumn.vectors,
     ).order_by(PexesoColumn.column_ref)
     if load is not None:
-        statement = statement.where(or_(*(_in_range(*r) for r in load.ranges)))
+        statement = statement.where(or_(*(range_condition(*r) for r in load.ranges)))
     rows = conn.execute(statement).all()
     dimension = frame.spec.dimension
     values: list[str] = []
@@ -256,6 +260,7 @@ def _load_columns(conn: Connection, frame: IndexFrame, load: Load | None = None)
     )
 
 
-def _in_range(partition: int | None, first: int, last: int) -> ColumnElement[bool]:
+def range_condition(partition: int | None, first: int, last: int) -> ColumnElement[bool]:
+    """The columns of one (partition, first ref, last ref) range of a `Load`."""
     where = PexesoColumn.column_ref.between(first, last)
     return where & (PexesoColumn.partition.is_(None) if partition is None else PexesoColumn.partition == partition)

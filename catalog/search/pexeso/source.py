@@ -12,9 +12,9 @@ vectors do not fit; a query skips the partitions out of its reach.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import weakref
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,12 +116,6 @@ class Partitions:
         """The embedder a query is embedded with (refused when this build's would embed otherwise)."""
         return embedder_for(self.frame.spec)
 
-    @property
-    def ranges(self) -> list[tuple[int, int]]:
-        """The first and last column_ref of every load of a query reaching every partition."""
-        plan = self._pack(np.ones(len(self.refs), bool))
-        return [(r[0][1], r[-1][2]) for r in (load.ranges for load in plan)]
-
     def plan(self, query_vectors: np.ndarray, tau: float) -> SearchPlan:
         """The loads a query needs at `tau` (partitions out of its reach skipped)."""
         q_mapped = map_to_pivots(query_vectors, self.frame.pivots)
@@ -137,32 +131,27 @@ class Partitions:
         return self._pack(np.ones(len(self.refs), bool), capacity)
 
     def _pack(self, keep: np.ndarray, capacity: int | None = None) -> list[Load]:
+        """The kept columns in loads of at most `capacity` vectors: whole partitions packed in
+        order while they fit, a partition larger than a load cut into column ranges of its own."""
+        capacity = self.capacity if capacity is None else capacity
         refs, parts, sizes = self.refs[keep], self.partition_of[keep], self.sizes[keep]
-        groups = pack_in_order(sizes, self.capacity if capacity is None else capacity)
-        loads = []
-        for g in np.unique(groups).tolist():
-            at = np.flatnonzero(groups == g)
-            p, r = parts[at], refs[at]
-            cut = np.flatnonzero(np.diff(p, prepend=p[0] - 1))
-            ends = np.append(cut[1:], len(at)) - 1
-            loads.append(
-                Load(
-                    tuple(
-                        (None if p[i] < 0 else int(p[i]), int(r[i]), int(r[j]))
-                        for i, j in zip(cut.tolist(), ends.tolist(), strict=True)
-                    )
-                )
-            )
-        return loads
+        starts = np.flatnonzero(np.diff(parts, prepend=np.int64(-2)))
+        units: list[tuple[int | None, int, int]] = []  # (partition, first ref, last ref): a unit
+        unit_sizes: list[int] = []
+        for lo, hi in zip(starts.tolist(), np.append(starts[1:], len(parts)).tolist(), strict=True):
+            partition = None if parts[lo] < 0 else int(parts[lo])
+            pieces = pack_in_order(sizes[lo:hi], capacity)
+            cuts = np.flatnonzero(np.diff(pieces, prepend=np.int64(-1))) + lo
+            for first, end in zip(cuts.tolist(), np.append(cuts[1:], hi).tolist(), strict=True):
+                units.append((partition, int(refs[first]), int(refs[end - 1])))
+                unit_sizes.append(int(sizes[first:end].sum()))
+        groups = pack_in_order(np.array(unit_sizes, np.int64), capacity)
+        bounds = [*np.flatnonzero(np.diff(groups, prepend=np.int64(-1))).tolist(), len(units)]
+        return [Load(tuple(units[lo:hi])) for lo, hi in itertools.pairwise(bounds)]
 
     def load(self, load: Load) -> PexesoIndex:
         """The index over one load's columns, mapped with the published pivots."""
         return _load_columns(self.conn, self.frame, load)
-
-    def __iter__(self) -> Iterator[PexesoIndex]:
-        """Every column, a load at a time (no partition skipped)."""
-        for load in self._pack(np.ones(len(self.refs), bool)):
-            yield self.load(load)
 
 
 def fits(conn: Connection, memory_budget_mb: float) -> bool:

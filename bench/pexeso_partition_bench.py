@@ -31,6 +31,7 @@ import argparse
 import base64
 import dataclasses
 import json
+import random
 import shutil
 import statistics
 import tempfile
@@ -39,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import Connection, delete, insert, update
+from sqlalchemy import Connection, Engine, delete, insert, update
 
 from bench.pexeso_bench import _INTRINSIC, _clustered_query, clustered_lake
 from catalog.db.engine import open_catalog
@@ -47,7 +48,7 @@ from catalog.search.pexeso.index import ColumnRef, ColumnVectors, EmbeddingSpec,
 from catalog.search.pexeso.models import PexesoColumn, PexesoMeta, PexesoPartition
 from catalog.search.pexeso.pivots import select_pivots
 from catalog.search.pexeso.repartition import repartition
-from catalog.search.pexeso.search import Query, search, search_partitions
+from catalog.search.pexeso.search import Query, SemanticMatch, search, search_partitions
 from catalog.search.pexeso.source import IndexFrame, load_index, partitions
 
 _SPEC = EmbeddingSpec("char-ngram-2-4", 1, 256)
@@ -108,7 +109,7 @@ def publish(conn: Connection, columns: list[ColumnVectors], shape: IndexShape) -
     return frame
 
 
-def _answers(found: list) -> list[tuple[str, int]]:  # type: ignore[type-arg]
+def _answers(found: list[SemanticMatch]) -> list[tuple[str, int]]:
     return [(m.column_id, m.n_matched) for m in found]
 
 
@@ -136,7 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with engine.begin() as conn:
             frame = publish(conn, columns, shape)
         print(
-            f"lake: {args.lake}, {args.vectors:,} vectors in {len(columns):,} columns; published and partitioned in {time.perf_counter() - t0:.1f} s"
+            f"lake: {args.lake}, {args.vectors:,} vectors in {len(columns):,} columns; "
+            f"published and partitioned in {time.perf_counter() - t0:.1f} s"
         )
         engine.dispose()
         shutil.copy(folder / "jsd.db", folder / "ranges.db")
@@ -151,18 +153,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace, columns: list[ColumnVectors], engine, ranges, frame: IndexFrame) -> None:  # type: ignore[no-untyped-def]
-    import random
-
+def _run(
+    args: argparse.Namespace, columns: list[ColumnVectors], engine: Engine, ranges: Engine, frame: IndexFrame
+) -> None:
     with engine.connect() as conn:
         whole = load_index(conn).index
         parts = partitions(conn, args.budget_mb)
         loads = parts.with_capacity(parts.capacity)
         shared = [parts.load(load) for load in loads]
-    own = [PexesoIndex.build(_columns_of(p), p.spec, dataclasses.replace(p.shape)) for p in shared]
+    own = [PexesoIndex.build(_columns_of(p), p.spec, p.shape) for p in shared]
     print(
-        f"budget {args.budget_mb} MB = {parts.capacity:,} vectors a load; {len(np.unique(parts.partition_of))} JSD partitions"
-        f", {len(loads)} loads"
+        f"budget {args.budget_mb} MB = {parts.capacity:,} vectors a load; "
+        f"{len(np.unique(parts.partition_of))} JSD partitions, {len(loads)} loads"
     )
     rng = random.Random(args.seed)
     times: dict[str, list[float]] = {m: [] for m in ("whole", "jsd", "ranges", "jsd-shared", "jsd-own-pivots")}

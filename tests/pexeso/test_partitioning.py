@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, delete, func, select
 
+from catalog.core.errors import SettingsError, UserError
 from catalog.search.pexeso import search as pexeso_search
 from catalog.search.pexeso.index import ColumnRef, ColumnVectors, IndexShape
 from catalog.search.pexeso.models import PexesoColumn
@@ -29,6 +30,7 @@ from catalog.search.pexeso.partitioning import (
 from catalog.search.pexeso.pivots import map_to_pivots, select_pivots
 from catalog.search.pexeso.repartition import assign_added, partition_fact, repartition, repartition_due
 from catalog.search.pexeso.search import Query, distance_rows, search_partitions
+from catalog.search.pexeso.settings import PexesoSettings
 from catalog.search.pexeso.source import SearchPlan, budget_vectors, partitions
 from tests.pexeso.lake import SPEC, clustered_lake, clustered_query, oracle, publish_columns, unit, write_facts
 
@@ -288,3 +290,12 @@ def test_search_over_budgeted_partitions_equals_the_oracle_through_add_and_delet
 def test_a_rebuild_is_due_when_the_quality_fell_by_the_share() -> None:
     fact = {"quality_at_partitioning": 0.8, "quality": 0.7}
     assert not repartition_due(fact, 0.2) and repartition_due(fact, 0.1) and not repartition_due({}, 0.1)
+
+
+def test_a_bad_budget_is_refused_with_the_setting_named() -> None:
+    for bad in ({"memory_budget_mb": 0}, {"memory_budget_mb": -3.0}, {"repartition_share": 0.0}):
+        with pytest.raises(SettingsError, match=f"index.pexeso.{next(iter(bad))}"):
+            PexesoSettings(**bad)  # type: ignore[arg-type]
+    assert PexesoSettings(memory_budget_mb=0.5).shape.memory_budget_mb == 0.5
+    with pytest.raises(UserError, match="memory budget must be a positive"):
+        budget_vectors(0.0, SPEC, IndexShape())

@@ -248,7 +248,8 @@ def rebuild_due(spark: SparkSession | None, settings: Settings) -> bool:
 def _published_partitions(settings: Settings) -> dict[str, Any]:
     """The catalog's record of its PEXESO partitions (empty when it has none)."""
     engine = open_catalog(settings.catalog_url)
-    with engine.connect() as conn:
-        if not inspect(conn).has_table(PexesoMeta.__tablename__):
-            return {}
-        return partition_fact(conn)
+    try:
+        with engine.connect() as conn:
+            return partition_fact(conn) if inspect(conn).has_table(PexesoMeta.__tablename__) else {}
+    finally:
+        engine.dispose()

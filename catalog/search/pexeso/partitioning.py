@@ -129,21 +129,28 @@ def summarise(mapped: np.ndarray, column_of: np.ndarray, n_columns: int, level: 
 def jsd(histograms: Histograms, centres: np.ndarray, vocabulary: np.ndarray) -> np.ndarray:
     """(n_rows, k) Jensen-Shannon divergences (nats) of every histogram to every centre; `centres`
     are dense (k, len(vocabulary)) probability rows over the sorted bin keys `vocabulary`, which
-    holds every bin of `histograms`."""
+    holds every bin of `histograms`.
+
+    Over a row's own bins, with m = p + c, 2·JSD's terms p·ln(2p/m) + c·ln(2c/m) are
+    m·(ln 2 − ln m) + p·ln p + c·ln c: one logarithm per (entry, centre), ln p per entry and ln c
+    per centre bin computed once. Outside them only the centre has mass: ln 2 per unit of it."""
     k = len(centres)
     out = np.zeros((histograms.n_rows, k))
     inside = np.zeros((histograms.n_rows, k))  # each centre's mass on the row's own bins
     at = np.searchsorted(vocabulary, histograms.bins)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c_log_c = np.where(centres > 0, centres * np.log(centres), 0.0)
+    p_log_p = histograms.probs * np.log(histograms.probs)
     step = max(1, _CELLS // max(1, k))
     for lo in range(0, len(at), step):
         p = histograms.probs[lo : lo + step, None]
         c = centres[:, at[lo : lo + step]].T
         m = p + c
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = p * np.log(2.0 * p / m) + np.where(c > 0, c * np.log(2.0 * c / m), 0.0)
+        terms = m * (LN2 - np.log(m)) + p_log_p[lo : lo + step, None] + c_log_c[:, at[lo : lo + step]].T
         rows = histograms.rows[lo : lo + step]
-        np.add.at(out, rows, terms)
-        np.add.at(inside, rows, c)
+        first = np.flatnonzero(np.diff(rows, prepend=np.int64(-1)))  # rows are sorted: one run each
+        out[rows[first]] += np.add.reduceat(terms, first, axis=0)
+        inside[rows[first]] += np.add.reduceat(c, first, axis=0)
     return np.clip(0.5 * out + 0.5 * LN2 * np.clip(1.0 - inside, 0.0, None), 0.0, LN2)
 
 
@@ -269,7 +276,7 @@ def cluster(summaries: ColumnSummaries, capacity: int, *, seed: int = 0, iterati
     if len(small):
         hs = h.take(small)
         k = n_partitions_for(sizes[small], capacity)
-        centres = dense(hs, vocabulary)[_seeds(hs, vocabulary, k, seed)]
+        centres = dense(hs.take(_seeds(hs, vocabulary, k, seed)), vocabulary)
         inner = np.full(len(small), -1, np.int64)
         for _ in range(iterations):
             d = jsd(hs, centres, vocabulary)
@@ -312,14 +319,13 @@ def _seeds(h: Histograms, vocabulary: np.ndarray, k: int, seed: int) -> np.ndarr
     """k-means++ with the divergence as the squared distance: each next seed drawn with probability
     proportional to its divergence from the nearest seed so far."""
     rng = np.random.default_rng(seed)
-    rows = dense(h, vocabulary)
     chosen = [int(rng.integers(h.n_rows))]
-    nearest = jsd(h, rows[chosen], vocabulary)[:, 0]
+    nearest = jsd(h, dense(h.take(np.array(chosen)), vocabulary), vocabulary)[:, 0]
     while len(chosen) < k:
         total = float(nearest.sum())
         pick = int(rng.choice(h.n_rows, p=nearest / total)) if total > 0 else int(rng.integers(h.n_rows))
         chosen.append(pick)
-        nearest = np.minimum(nearest, jsd(h, rows[[pick]], vocabulary)[:, 0])
+        nearest = np.minimum(nearest, jsd(h, dense(h.take(np.array([pick])), vocabulary), vocabulary)[:, 0])
     return np.array(chosen, np.int64)
 
 

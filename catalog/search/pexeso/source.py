@@ -18,7 +18,7 @@ import weakref
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import ColumnElement, Connection, Engine, or_, select
+from sqlalchemy import ColumnElement, Connection, Engine, select
 
 from catalog.core.embedding import Embedder
 from catalog.core.errors import EmbedderMismatchError, UserError
@@ -222,9 +222,10 @@ def _load_columns(conn: Connection, frame: IndexFrame, load: Load | None = None)
         PexesoColumn.value_list,
         PexesoColumn.vectors,
     ).order_by(PexesoColumn.column_ref)
-    if load is not None:
-        statement = statement.where(or_(*(range_condition(*r) for r in load.ranges)))
-    rows = conn.execute(statement).all()
+    if load is None:
+        rows = conn.execute(statement).all()
+    else:  # one SELECT a range: each an index range scan, none sorting blobs to merge them
+        rows = [row for r in load.ranges for row in conn.execute(statement.where(range_condition(*r)))]
     dimension = frame.spec.dimension
     values: list[str] = []
     sizes = []

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import Connection, or_, select
+from sqlalchemy import Connection, select
 
 from catalog.search.pexeso.index import ColumnRef, PexesoIndex
 from catalog.search.pexeso.models import PexesoColumn
@@ -82,10 +82,12 @@ def catalog_blocks(conn: Connection, memory_budget_mb: float) -> LakeBlocks:
     dimension = parts.frame.spec.dimension
 
     def read(block: int) -> np.ndarray:
-        statement = select(PexesoColumn.column_ref, PexesoColumn.vectors).where(
-            or_(*(range_condition(*r) for r in loads[block].ranges))
-        )
-        blobs = dict(conn.execute(statement).tuples().all())
+        statement = select(PexesoColumn.column_ref, PexesoColumn.vectors)
+        blobs = {
+            ref: blob
+            for r in loads[block].ranges  # one SELECT a range (as `source` loads)
+            for ref, blob in conn.execute(statement.where(range_condition(*r))).tuples()
+        }
         arrays = [np.frombuffer(blobs[r], "<f4").reshape(-1, dimension) for r in block_refs[block].tolist()]
         return np.concatenate(arrays) if arrays else np.zeros((0, dimension), np.float32)
 

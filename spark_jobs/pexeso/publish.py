@@ -54,19 +54,19 @@ def publish_pexeso(session: Session, store: LakeStore, batch: ChangeBatch | None
         written = _insert_tables(session, store, sorted(batch.added))
         frame = _write_meta(session, state)
         parts = _partition(session, frame, first)
-        lists = _refresh_lists(session, batch.added, batch.touched)
+        lists = _refresh_lists(session, frame, batch.added, batch.touched)
     elif batch is None and alike:
         written = 0  # a rebuild: new pivots, the same vectors (and lists, unless they were not current)
         frame = _write_meta(session, state)
         parts = _partition(session, frame, None)
         if not lists_current(session.connection()):
-            lists = _refresh_lists(session, None, ())
+            lists = _refresh_lists(session, frame, None, ())
     else:
         session.execute(delete(PexesoColumn))
         written = _insert_tables(session, store, None)
         frame = _write_meta(session, state)
         parts = _partition(session, frame, None)
-        lists = _refresh_lists(session, None, ())
+        lists = _refresh_lists(session, frame, None, ())
     counts = {"pexeso_columns_written": written, **parts, **lists}
     log.info("pexeso published", extra={"from_version": have, "to_version": state.index_version, **counts})
     return {"pexeso_index_version": state.index_version, **counts}
@@ -88,13 +88,14 @@ def _next_ref(session: Session) -> int:
     return (session.execute(select(func.max(PexesoColumn.column_ref))).scalar() or 0) + 1
 
 
-def _refresh_lists(session: Session, added: Collection[str] | None, touched: Collection[str]) -> dict[str, int]:
+def _refresh_lists(
+    session: Session, frame: IndexFrame, added: Collection[str] | None, touched: Collection[str]
+) -> dict[str, int]:
     """The semantic join lists brought to the index just written (read back from the catalog, a
     budget's worth of vectors at a time: the lists are a search of what a lookup's search would see)."""
     conn = session.connection()
     sizes = {c: n for c, n in conn.execute(select(PexesoColumn.column_id, PexesoColumn.n_values))}
-    facts = dict(conn.execute(select(PexesoMeta.key, PexesoMeta.value)).tuples().all())
-    budget = IndexFrame.of(facts).shape.memory_budget_mb  # the lists hold no more lake vectors than a search
+    budget = frame.shape.memory_budget_mb  # the lists hold no more lake vectors than a search
     return refresh_semantic_lists(conn, sizes, lambda: catalog_blocks(conn, budget), added, touched)
 
 

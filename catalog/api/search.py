@@ -26,7 +26,7 @@ from catalog.search.mate.family import search_rows
 from catalog.search.mate.query import choose_key, parse_csv
 from catalog.search.mate.search import NaryRequest
 from catalog.search.pexeso import METHODS as SEMANTIC_METHODS
-from catalog.search.pexeso.family import DEFAULT_T, DEFAULT_TAU, SemanticRequest
+from catalog.search.pexeso.family import DEFAULT_T, DEFAULT_TAU, SemanticRequest, memory_budget
 from catalog.search.pexeso.family import search_rows as semantic_rows
 
 router = APIRouter(prefix="/v1/search", tags=["search"])
@@ -196,7 +196,10 @@ class SemanticResults(BaseModel):
 async def search_semantic_route(query: SemanticQuery, request: Request) -> JSON:
     if "semantic" not in search_kinds():
         raise NotAvailableError("search semantic")
-    wanted = SemanticRequest(query.values, query.tau, query.threshold, query.k, query.method, hold_index=True)
+    budget = memory_budget(request.app.state.settings)
+    wanted = SemanticRequest(
+        query.values, query.tau, query.threshold, query.k, query.method, hold_index=True, memory_budget_mb=budget
+    )
     with one_snapshot(catalog_of(request)) as conn:
         rows = semantic_rows(conn, wanted)
     return JSON({"tau": query.tau, "T": query.threshold, "results": rows})

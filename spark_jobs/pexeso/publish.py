@@ -23,7 +23,9 @@ from sqlalchemy.orm import Session
 from catalog.db.bulk import insert_rows
 from catalog.search.pexeso.lists import lists_current, refresh_semantic_lists
 from catalog.search.pexeso.models import PexesoColumn, PexesoMeta
-from catalog.search.pexeso.source import load_index
+from catalog.search.pexeso.repartition import assign_added, partitioning_current, repartition
+from catalog.search.pexeso.source import IndexFrame
+from catalog.search.pexeso.vector_blocks import catalog_blocks
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.pexeso.tables import PEXESO_VECTORS, PexesoState, shape_json, spec_json
@@ -48,32 +50,53 @@ def publish_pexeso(session: Session, store: LakeStore, batch: ChangeBatch | None
     lists: dict[str, int] = {}
     if batch is not None and alike:
         _delete_tables(session, sorted(batch.touched))
+        first = _next_ref(session)
         written = _insert_tables(session, store, sorted(batch.added))
-        _write_meta(session, state)
-        lists = _refresh_lists(session, batch.added, batch.touched)
+        frame = _write_meta(session, state)
+        parts = _partition(session, frame, first)
+        lists = _refresh_lists(session, frame, batch.added, batch.touched)
     elif batch is None and alike:
         written = 0  # a rebuild: new pivots, the same vectors (and lists, unless they were not current)
-        _write_meta(session, state)
+        frame = _write_meta(session, state)
+        parts = _partition(session, frame, None)
         if not lists_current(session.connection()):
-            lists = _refresh_lists(session, None, ())
+            lists = _refresh_lists(session, frame, None, ())
     else:
         session.execute(delete(PexesoColumn))
         written = _insert_tables(session, store, None)
-        _write_meta(session, state)
-        lists = _refresh_lists(session, None, ())
-    log.info(
-        "pexeso published",
-        extra={"from_version": have, "to_version": state.index_version, "columns": written, **lists},
-    )
-    return {"pexeso_index_version": state.index_version, "pexeso_columns_written": written, **lists}
+        frame = _write_meta(session, state)
+        parts = _partition(session, frame, None)
+        lists = _refresh_lists(session, frame, None, ())
+    counts = {"pexeso_columns_written": written, **parts, **lists}
+    log.info("pexeso published", extra={"from_version": have, "to_version": state.index_version, **counts})
+    return {"pexeso_index_version": state.index_version, **counts}
 
 
-def _refresh_lists(session: Session, added: Collection[str] | None, touched: Collection[str]) -> dict[str, int]:
-    """The semantic join lists brought to the index just written (read back from the catalog: the
-    lists are a search of what a lookup's search would see)."""
+def _partition(session: Session, frame: IndexFrame, first_added: int | None) -> dict[str, int]:
+    """The partitions brought to the index just written: the added columns (column_ref from
+    `first_added`) placed in the existing ones when those are current (same pivots, budget and
+    histogram level), else every column clustered afresh (a build, a rebuild, a changed budget)."""
+    conn = session.connection()
+    if first_added is not None and partitioning_current(conn, frame, before=first_added):
+        return assign_added(conn, frame, first_added)
+    if first_added is None and partitioning_current(conn, frame):
+        return {}
+    return repartition(conn, frame)
+
+
+def _next_ref(session: Session) -> int:
+    return (session.execute(select(func.max(PexesoColumn.column_ref))).scalar() or 0) + 1
+
+
+def _refresh_lists(
+    session: Session, frame: IndexFrame, added: Collection[str] | None, touched: Collection[str]
+) -> dict[str, int]:
+    """The semantic join lists brought to the index just written (read back from the catalog, a
+    budget's worth of vectors at a time: the lists are a search of what a lookup's search would see)."""
     conn = session.connection()
     sizes = {c: n for c, n in conn.execute(select(PexesoColumn.column_id, PexesoColumn.n_values))}
-    return refresh_semantic_lists(conn, sizes, lambda: load_index(conn).index, added, touched)
+    budget = frame.shape.memory_budget_mb  # the lists hold no more lake vectors than a search
+    return refresh_semantic_lists(conn, sizes, lambda: catalog_blocks(conn, budget), added, touched)
 
 
 def _delete_tables(session: Session, table_ids: Sequence[str]) -> None:
@@ -88,7 +111,7 @@ def _insert_tables(session: Session, store: LakeStore, table_ids: list[str] | No
     where = None if table_ids is None else {"table_id": table_ids}
     columns = ["column_id", "table_id", "header", "n_values", "values", "vectors"]
     rows = store.read_arrow(PEXESO_VECTORS, columns=columns, where=where).sort_by("column_id")
-    start = (session.execute(select(func.max(PexesoColumn.column_ref))).scalar() or 0) + 1
+    start = _next_ref(session)
     for b in rows.to_batches(max_chunksize=_BATCH_ROWS):
         insert_rows(session, PexesoColumn, _column_rows(b, start))
         start += b.num_rows
@@ -111,7 +134,7 @@ def _column_rows(batch: pa.RecordBatch, start: int) -> Iterator[dict[str, Any]]:
         }
 
 
-def _write_meta(session: Session, state: PexesoState) -> None:
+def _write_meta(session: Session, state: PexesoState) -> IndexFrame:
     facts = {
         "index_version": str(state.index_version),
         "spec": spec_json(state.spec),
@@ -120,6 +143,7 @@ def _write_meta(session: Session, state: PexesoState) -> None:
         "n_columns": str(state.n_columns),
         "n_vectors": str(state.n_vectors),
     }
-    session.execute(delete(PexesoMeta))
+    session.execute(delete(PexesoMeta).where(PexesoMeta.key.in_(list(facts))))  # the lists' and partitions' stay
     session.add_all(PexesoMeta(key=k, value=v) for k, v in facts.items())
     session.flush()
+    return IndexFrame.of(facts)

@@ -25,12 +25,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.pandas.types import from_arrow_schema
+from sqlalchemy import inspect
 
 from catalog.core.embedding import Embedder
 from catalog.core.identity import table_bucket
 from catalog.core.settings import Settings
+from catalog.db.engine import open_catalog
 from catalog.search.pexeso.index import EmbeddingSpec, IndexShape
+from catalog.search.pexeso.models import PexesoMeta
 from catalog.search.pexeso.pivots import select_pivots
+from catalog.search.pexeso.repartition import partition_fact, repartition_due
 from catalog.search.pexeso.settings import PexesoSettings, pexeso_settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.commit_point import applied_batch, batch_store, begin, commit
@@ -227,11 +231,25 @@ def rebuild(spark: SparkSession, settings: Settings) -> dict[str, Any]:
 
 
 def rebuild_due(spark: SparkSession | None, settings: Settings) -> bool:
-    """The embedder or shape changed, or enough vectors changed since the pivots were selected."""
+    """The embedder or shape (with the memory budget) changed, enough vectors changed since the
+    pivots were selected, or the published partitions' quality fell by `repartition_share` since
+    they were clustered (the publisher records it in the catalog; a rebuild re-partitions)."""
     state = read_state(LakeStore(settings.lake, spark))
     if state is None:
         return False
     conf = pexeso_settings(settings)
     if state.spec != EmbeddingSpec.of(conf.embedder) or state.shape != conf.shape:
         return True
-    return state.n_changed >= conf.repivot_share * max(1, state.n_vectors_at_pivots)
+    if state.n_changed >= conf.repivot_share * max(1, state.n_vectors_at_pivots):
+        return True
+    return repartition_due(_published_partitions(settings), conf.repartition_share)
+
+
+def _published_partitions(settings: Settings) -> dict[str, Any]:
+    """The catalog's record of its PEXESO partitions (empty when it has none)."""
+    engine = open_catalog(settings.catalog_url)
+    try:
+        with engine.connect() as conn:
+            return partition_fact(conn) if inspect(conn).has_table(PexesoMeta.__tablename__) else {}
+    finally:
+        engine.dispose()

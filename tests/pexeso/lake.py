@@ -3,10 +3,17 @@ by `distance_rows`, the search's one definition of a match, with no pivots, grid
 
 from __future__ import annotations
 
-import numpy as np
+import base64
+import dataclasses
+import json
 
-from catalog.search.pexeso.index import ColumnRef, ColumnVectors, EmbeddingSpec
+import numpy as np
+from sqlalchemy import Connection, delete, insert
+
+from catalog.search.pexeso.index import ColumnRef, ColumnVectors, EmbeddingSpec, IndexShape
+from catalog.search.pexeso.models import PexesoColumn, PexesoMeta
 from catalog.search.pexeso.search import Query, distance_rows, need_count
+from catalog.search.pexeso.source import IndexFrame
 
 SPEC = EmbeddingSpec("test-vectors", 1, 16)
 
@@ -51,3 +58,35 @@ def oracle(columns: list[ColumnVectors], query: Query, tau: float, threshold: fl
             out.append((col.ref.table_id, col.ref.column_id, matched))
     out.sort(key=lambda r: (-r[2], r[0], r[1]))
     return [(c, m) for _, c, m in out]
+
+
+def publish_columns(conn: Connection, columns: list[ColumnVectors], first_ref: int) -> None:
+    """The non-empty columns as the PEXESO publisher writes them, from column_ref `first_ref` on."""
+    rows = [
+        {
+            "column_ref": first_ref + i,
+            "column_id": c.ref.column_id,
+            "table_id": c.ref.table_id,
+            "header": c.ref.column,
+            "n_values": len(c.values),
+            "value_list": json.dumps(list(c.values)),
+            "vectors": c.vectors.astype("<f4").tobytes(),
+        }
+        for i, c in enumerate(c for c in columns if len(c.vectors))
+    ]
+    if rows:
+        conn.execute(insert(PexesoColumn), rows)
+
+
+def write_facts(conn: Connection, shape: IndexShape, pivots: np.ndarray, n_vectors: int) -> IndexFrame:
+    """The index's facts as the publisher writes them (version 1, SPEC's vectors)."""
+    facts = {
+        "index_version": "1",
+        "spec": json.dumps(dataclasses.asdict(SPEC)),
+        "shape": json.dumps(dataclasses.asdict(shape)),
+        "pivots": base64.b64encode(pivots.astype("<f4").tobytes()).decode("ascii"),
+        "n_vectors": str(n_vectors),
+    }
+    conn.execute(delete(PexesoMeta).where(PexesoMeta.key.in_(list(facts))))
+    conn.execute(insert(PexesoMeta), [{"key": k, "value": v} for k, v in facts.items()])
+    return IndexFrame.of(facts)

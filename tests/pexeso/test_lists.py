@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine, func, insert, select
 
 from catalog.core.errors import UserError
 from catalog.search.pexeso import lists
 from catalog.search.pexeso.index import ColumnRef, ColumnVectors, IndexShape, PexesoIndex
 from catalog.search.pexeso.lists import LIST_K, LIST_T, LIST_TAU, refresh_semantic_lists, semantic_joinable
-from catalog.search.pexeso.models import PexesoList, PexesoMeta
+from catalog.search.pexeso.models import PexesoColumn, PexesoList, PexesoMeta
+from catalog.search.pexeso.pivots import select_pivots
+from catalog.search.pexeso.repartition import assign_added, repartition
 from catalog.search.pexeso.search import Query
-from tests.pexeso.lake import SPEC, clustered_lake, oracle
+from catalog.search.pexeso.source import budget_vectors
+from catalog.search.pexeso.vector_blocks import LakeBlocks, catalog_blocks
+from tests.pexeso.lake import SPEC, clustered_lake, oracle, publish_columns, write_facts
 
 SPREAD = 0.02  # two vectors around one centre lie about 0.11 apart: near the lists' radius, 2τ = 0.12
 
@@ -49,7 +53,7 @@ def _refresh(engine: Engine, index: PexesoIndex, added: list[str] | None, touche
     with engine.begin() as conn:
         counts = np.bincount(index.column_of, minlength=len(index.columns)).tolist()
         sizes = dict(zip([c.column_id for c in index.columns], counts, strict=True))
-        return refresh_semantic_lists(conn, sizes, lambda: index, added, touched)
+        return refresh_semantic_lists(conn, sizes, lambda: LakeBlocks.of_index(index), added, touched)
 
 
 def test_lists_equal_the_oracle_through_build_merge_delete_and_the_work_bound(
@@ -95,4 +99,47 @@ def test_lists_equal_the_oracle_through_build_merge_delete_and_the_work_bound(
         semantic_joinable(conn, lake[0].ref.column_id)
     monkeypatch.undo()
     _refresh(catalog_engine, index, [], [])
+    assert _published(catalog_engine) == _expected(lake)
+
+
+def test_lists_read_from_the_catalog_a_budget_at_a_time_equal_the_oracle(catalog_engine: Engine) -> None:
+    """The publisher's path: the lake read back from the catalog in blocks of at most half the
+    memory budget, cut along the JSD partitions, blocks out of each other's reach never joined;
+    through a build and a batch that adds columns (merged into kept lists)."""
+    rng = np.random.default_rng(11)
+    centres = rng.standard_normal((6, SPEC.dimension))
+    lake = [
+        c
+        for i in range(6)
+        for c in clustered_lake(rng, n_columns=6, centres=centres[i : i + 1], spread=SPREAD, prefix=f"p{i}-")
+    ]
+    shape = IndexShape(n_pivots=3, levels=4, memory_budget_mb=0.04)
+    vectors = np.concatenate([c.vectors for c in lake if len(c.vectors)])
+    pivots = select_pivots(vectors, shape.n_pivots, method="pca", seed=0)
+    with catalog_engine.begin() as conn:
+        publish_columns(conn, lake, 1)
+        frame = write_facts(conn, shape, pivots, len(vectors))
+        repartition(conn, frame)
+        blocks = catalog_blocks(conn, shape.memory_budget_mb)
+        capacity = budget_vectors(shape.memory_budget_mb, SPEC, shape)
+        assert len(blocks.block_columns) > 3
+        assert all(blocks.sizes[c].sum() <= capacity // 2 or len(c) == 1 for c in blocks.block_columns)
+        n = len(blocks.block_columns)
+        assert any(blocks.apart(i, j, 2 * LIST_TAU) for i in range(n) for j in range(n)), "blocks should be skipped"
+        sizes = dict(zip([c.column_id for c in blocks.columns], blocks.sizes.tolist(), strict=True))
+        refresh_semantic_lists(conn, sizes, lambda: catalog_blocks(conn, shape.memory_budget_mb), None)
+    assert _published(catalog_engine) == _expected(lake)
+
+    added = clustered_lake(rng, n_columns=4, centres=centres[:2], spread=SPREAD, prefix="new")
+    lake += added
+    with catalog_engine.begin() as conn:
+        first = (conn.execute(select(func.max(PexesoColumn.column_ref))).scalar() or 0) + 1
+        publish_columns(conn, added, first)
+        assign_added(conn, frame, first)
+        blocks = catalog_blocks(conn, shape.memory_budget_mb)
+        sizes = dict(zip([c.column_id for c in blocks.columns], blocks.sizes.tolist(), strict=True))
+        counts = refresh_semantic_lists(
+            conn, sizes, lambda: catalog_blocks(conn, shape.memory_budget_mb), sorted({c.ref.table_id for c in added})
+        )
+    assert counts["pexeso_lists_merged"] > 0
     assert _published(catalog_engine) == _expected(lake)

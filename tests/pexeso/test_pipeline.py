@@ -11,11 +11,12 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from catalog.api.app import create_app
 from catalog.cli.main import main
@@ -25,23 +26,30 @@ from catalog.db.engine import open_catalog
 from catalog.search.pexeso import METHODS
 from catalog.search.pexeso.index import pexeso_embedder
 from catalog.search.pexeso.lists import LIST_K, LIST_T, LIST_TAU
-from catalog.search.pexeso.models import PexesoColumn
+from catalog.search.pexeso.models import PexesoColumn, PexesoMeta
+from catalog.search.pexeso.repartition import PARTITIONS_FACT, partition_fact
 from catalog.search.pexeso.search import distance_rows, need_count
-from catalog.search.pexeso.source import partitions
+from catalog.search.pexeso.source import IndexFrame, budget_vectors
 from spark_jobs.lake.store import LakeStore
+from spark_jobs.orchestration.rebuild import due_families
 from tests.conftest import cli_home
 
 pytestmark = pytest.mark.slow
 
 Table = tuple[str, list[str], list[list[str]]]
-# a memory budget that cuts this lake's index into several partitions of a few columns each
+# `[index.pexeso] memory_budget_mb`: cuts this lake's index into several partitions of a few columns each
 SMALL_BUDGET_MB = 0.2
 SYLLABLES = ["ka", "lo", "mi", "ber", "to", "san", "vel", "ro", "da", "nor", "qui", "st", "el", "pa"]
 
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_url: str, spark) -> Iterator[Path]:  # type: ignore[no-untyped-def]
-    yield cli_home(tmp_path, monkeypatch, catalog_url, "[index]\ncells_buckets = 4\n")
+    yield cli_home(
+        tmp_path,
+        monkeypatch,
+        catalog_url,
+        f"[index]\ncells_buckets = 4\n[index.pexeso]\nmemory_budget_mb = {SMALL_BUDGET_MB}\n",
+    )
 
 
 def _name(rng: np.random.Generator) -> str:
@@ -126,10 +134,30 @@ def _check(home: Path, queries: list[list[str]], capsys) -> None:  # type: ignor
             found += len(expected)
             for method in METHODS:
                 assert _semantic(home, query, tau, threshold, method, capsys) == expected, (method, tau, threshold)
-            # the index loaded a few columns at a time (SMALL_BUDGET_MB: several partitions)
-            got = _semantic(home, query, tau, threshold, "pexeso", capsys, "--memory-budget", str(SMALL_BUDGET_MB))
+            # the setting's budget (SMALL_BUDGET_MB) loads a few partitions at a time; these load the
+            # whole index at once, and a few columns at a time (partitions cut further)
+            got = _semantic(home, query, tau, threshold, "pexeso", capsys, "--memory-budget", "1000")
+            assert got == expected, (tau, threshold)
+            got = _semantic(home, query, tau, threshold, "brute", capsys, "--memory-budget", str(SMALL_BUDGET_MB / 4))
             assert got == expected, (tau, threshold)
     assert found
+
+
+def _partitions(catalog_url: str) -> dict[str, Any]:
+    """The published partitions: how many, the record of them; each holds at most the budget's
+    vectors unless it is one column, and every column has one."""
+    with open_catalog(catalog_url).connect() as conn:
+        frame = IndexFrame.of(dict(conn.execute(select(PexesoMeta.key, PexesoMeta.value)).tuples().all()))
+        capacity = budget_vectors(SMALL_BUDGET_MB, frame.spec, frame.shape)
+        rows = conn.execute(
+            select(PexesoColumn.partition, func.count(), func.sum(PexesoColumn.n_values)).group_by(
+                PexesoColumn.partition
+            )
+        ).all()
+        fact = partition_fact(conn)
+    assert all(p is not None and (held <= capacity or n == 1) for p, n, held in rows)
+    assert fact["n_partitions"] >= len(rows) and fact["memory_budget_mb"] == SMALL_BUDGET_MB
+    return {"pexeso_partitions": len(rows), "fact": fact}
 
 
 def _check_lists(home: Path, capsys) -> int:  # type: ignore[no-untyped-def]
@@ -178,9 +206,8 @@ def test_semantic_search_through_the_pipeline_equals_the_oracle(home: Path, cata
     assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
     assert main(["index"]) == 0
     _check(home, queries, capsys)
-    with open_catalog(catalog_url).connect() as conn:
-        n_columns = conn.execute(select(func.count()).select_from(PexesoColumn)).scalar_one()
-        assert 2 < len(partitions(conn, SMALL_BUDGET_MB).ranges) < n_columns  # several, some with many columns
+    first = _partitions(catalog_url)
+    assert first["pexeso_partitions"] > 2  # several, each within the budget
     assert _check_lists(home, capsys)
     pivots = LakeStore(load_settings().lake).read_arrow("pexeso_state").to_pylist()[0]["pivots"]
 
@@ -201,8 +228,20 @@ def test_semantic_search_through_the_pipeline_equals_the_oracle(home: Path, cata
     _check(home, queries, capsys)
     assert _check_lists(home, capsys)
 
-    # pivots re-selected: the same answers
+    after = _partitions(catalog_url)  # the added columns placed, the quality recorded
+    assert after["fact"]["pivots"] == first["fact"]["pivots"] and after["fact"]["quality"] > 0
+
+    # the partitions' quality fell past repartition_share: a rebuild is due, re-selects the pivots
+    # and re-partitions; the same answers
+    with open_catalog(catalog_url).begin() as conn:
+        fact = dict(after["fact"], quality=0.1 * after["fact"]["quality_at_partitioning"])
+        conn.execute(update(PexesoMeta).where(PexesoMeta.key == PARTITIONS_FACT).values(value=json.dumps(fact)))
+    assert "pexeso" in due_families(None, load_settings())
     assert main(["rebuild"]) == 0
+    rebuilt = _partitions(catalog_url)
+    assert rebuilt["fact"]["pivots"] != first["fact"]["pivots"]
+    assert rebuilt["fact"]["quality"] == rebuilt["fact"]["quality_at_partitioning"] > 0.1 * after["fact"]["quality"]
+    assert "pexeso" not in due_families(None, load_settings())
     _check(home, queries[:1], capsys)
 
     # over HTTP

@@ -4,4 +4,4 @@
 Alembic and parsing every script on each command; a test checks it against Alembic's own answer.
 """
 
-HEAD = "0014_mate_list_versions"
+HEAD = "0015_pexeso_partitions"

@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.search.family import SearchFamily, SearchKind, read_values
 from catalog.search.pexeso import METHODS
-from catalog.search.pexeso.models import PexesoColumn, PexesoList, PexesoMeta
+from catalog.search.pexeso.models import PexesoColumn, PexesoList, PexesoMeta, PexesoPartition
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
+
+    from catalog.core.settings import Settings
 
 COLUMNS = ("joinability", "n_matched", "table_id", "column", "column_id")
 DEFAULT_TAU = 0.06
@@ -31,27 +33,40 @@ class SemanticRequest:
     k: int | None = 10
     method: str = "pexeso"
     hold_index: bool = False
-    # load the index a budget's worth of columns at a time (None: all of it at once)
+    # load the index at most this many MB of lake vectors at a time, partition by partition,
+    # skipping the partitions out of the query's reach (`[index.pexeso] memory_budget_mb`; None: all
+    # of it at once). A process holding the index (`hold_index`) holds it whole when it fits.
     memory_budget_mb: float | None = None
 
 
 def search_rows(conn: Connection, request: SemanticRequest) -> list[dict[str, Any]]:
     """The answers as rows, best first."""
     from catalog.core.identity import normalize_token  # deferred: the search loads when it runs
-    from catalog.search.pexeso.search import Query, search  # deferred: as above
-    from catalog.search.pexeso.source import load_index  # deferred: as above
+    from catalog.search.pexeso.search import Query, search, search_partitions  # deferred: as above
+    from catalog.search.pexeso.source import fits, load_index, partitions  # deferred: as above
 
-    loaded = load_index(conn, hold=request.hold_index)
-    query = Query.embed([normalize_token(v) for v in request.values], loaded.embedder)
-    matches = search(
-        loaded.index,
-        query,
-        tau=request.tau,
-        threshold=request.threshold,
-        k=request.k,
-        method=request.method,  # type: ignore[arg-type]
-    )
-    return [m.as_dict() for m in matches]
+    values = [normalize_token(v) for v in request.values]
+    budget = request.memory_budget_mb
+    method: Any = request.method
+    if budget is None or (request.hold_index and fits(conn, budget)):
+        loaded = load_index(conn, hold=request.hold_index)
+        query = Query.embed(values, loaded.embedder)
+        found = search(loaded.index, query, tau=request.tau, threshold=request.threshold, k=request.k, method=method)
+    else:
+        parts = partitions(conn, budget)
+        query = Query.embed(values, parts.embedder)
+        loads = (parts.load(load) for load in parts.plan(query.vectors, request.tau).loads)
+        found = search_partitions(
+            loads, query, tau=request.tau, threshold=request.threshold, k=request.k, method=method
+        )
+    return [m.as_dict() for m in found]
+
+
+def memory_budget(settings: Settings) -> float:
+    """The configured memory budget of a search (`[index.pexeso] memory_budget_mb`)."""
+    from catalog.search.pexeso.settings import pexeso_settings  # deferred: as search_rows
+
+    return float(pexeso_settings(settings).memory_budget_mb)
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,21 +98,24 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="MB",
-        help="load the lake's vectors this many MB at a time, for a lake that does not fit in memory "
-        "(default: all at once; the same answers)",
+        help="load the lake's vectors at most this many MB at a time, partition by partition, for a lake "
+        "that does not fit in memory (default: [index.pexeso] memory_budget_mb; the same answers)",
     )
 
 
 def _run(args: argparse.Namespace, conn: Connection) -> list[dict[str, Any]]:
+    from catalog.core.settings import load_settings  # deferred: the search loads when it runs
+
+    budget = args.memory_budget if args.memory_budget is not None else memory_budget(load_settings())
     request = SemanticRequest(
-        read_values(args.values), args.tau, args.threshold, args.k, args.method, memory_budget_mb=args.memory_budget
+        read_values(args.values), args.tau, args.threshold, args.k, args.method, memory_budget_mb=budget
     )
     return search_rows(conn, request)
 
 
 FAMILY = SearchFamily(
     name="pexeso",
-    models=(PexesoColumn, PexesoList, PexesoMeta),
+    models=(PexesoColumn, PexesoList, PexesoMeta, PexesoPartition),
     kinds=(
         SearchKind(
             "semantic",

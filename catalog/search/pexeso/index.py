@@ -85,12 +85,15 @@ def embed_column(ref: ColumnRef, values: Sequence[str | None] | pa.Array, embedd
 
 @dataclass(frozen=True)
 class IndexShape:
-    """The index's parameters: pivots wanted, grid levels (m), how pivots are chosen, and the seed."""
+    """The index's parameters: pivots wanted, grid levels (m), how pivots are chosen, the seed, and
+    the memory budget (MB) its columns are partitioned under (`partitioning`; one index in memory
+    does not use it)."""
 
     n_pivots: int = 5
     levels: int = 6
     pivot_method: PivotMethod = "pca"
     seed: int = 0
+    memory_budget_mb: float = 4096.0
 
     def __post_init__(self) -> None:
         check_shape(self.n_pivots, self.levels)

@@ -20,6 +20,11 @@ the one join gives both directions.
 * every other list can only gain added columns: its matches with them come out of the same join
   (the added columns are on one side of it), and are merged.
 
+**Memory budget.** The lake is read in blocks of whole columns of at most half
+`[index.pexeso] memory_budget_mb` each (`vector_blocks`), cut along the partitions; the join takes
+one block's computed vectors against one block at a time, and skips a pair of blocks whose boxes
+are more than 2τ apart on some pivot. A lake within half the budget is one block, read once.
+
 **Work bound.** The join costs (values of the columns it computes) × (vectors in the lake) distances;
 a full build, the lake's vectors squared. When a refresh would exceed `MAX_LIST_WORK`, no list is
 kept (a list left behind would be wrong after the batch) and the state says why; the lookup says so
@@ -44,9 +49,9 @@ from catalog.db.models import CatalogColumn, JoinableColumn
 from catalog.db.models.base import text_key
 from catalog.search.family import published_facts
 from catalog.search.pexeso.family import DEFAULT_T, DEFAULT_TAU
-from catalog.search.pexeso.index import PexesoIndex
 from catalog.search.pexeso.models import PexesoList, PexesoMeta
 from catalog.search.pexeso.search import close_pairs, need_count
+from catalog.search.pexeso.vector_blocks import LakeBlocks
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +84,7 @@ class SemanticJoinableInfo:
 def refresh_semantic_lists(
     conn: Connection,
     sizes: Mapping[str, int],
-    load: Callable[[], PexesoIndex],
+    load: Callable[[], LakeBlocks],
     added: Collection[str] | None,
     touched: Collection[str] = (),
 ) -> dict[str, int]:
@@ -104,9 +109,8 @@ def refresh_semantic_lists(
     listed = {position[c] for c in kept}
     compute = np.array(sorted(set(range(len(index.columns))) - listed), np.int64)
     new = {i for i, c in enumerate(index.columns) if c.table_id in set(added or ())} - listed
-    rows = np.flatnonzero(np.isin(index.column_of, compute))
-    forward, reverse = _match_counts(index, rows, listed, new)
-    column_sizes = np.bincount(index.column_of, minlength=len(index.columns))
+    forward, reverse = _match_counts(index, compute, listed, new)
+    column_sizes = index.sizes
     _write_lists(conn, index, column_sizes, compute.tolist(), forward)
     merged = _merge_lists(conn, index, column_sizes, reverse) if len(reverse) else 0
     _write_state(conn, "current", work=work)
@@ -154,26 +158,40 @@ def _drop_stale(conn: Connection, touched: Sequence[str]) -> set[str]:
 
 
 def _match_counts(
-    index: PexesoIndex, rows: np.ndarray, listed: Collection[int], new: Collection[int]
+    index: LakeBlocks, compute: np.ndarray, listed: Collection[int], new: Collection[int]
 ) -> tuple[np.ndarray, np.ndarray]:
     """(column, other column, values of column matched in other column) rows, from every pair
-    (a, x) of a vector a of `rows` and any lake vector x within 2τ: `forward` counts a's values
-    (every list computed), `reverse` x's values where x is of a `listed` column and a of a `new` one
-    (what a kept list can gain)."""
+    (a, x) of a vector a of a `compute` column and any lake vector x within 2τ: `forward` counts
+    a's values (every list computed), `reverse` x's values where x is of a `listed` column and a
+    of a `new` one (what a kept list can gain). The lake is joined a pair of blocks at a time
+    (each block read once as the a side, again as the x side of each other block within reach)."""
     n = max(1, len(index.columns))
-    column_of = index.column_of
-    is_listed, is_new = np.zeros(n, bool), np.zeros(n, bool)
+    is_compute, is_listed, is_new = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+    is_compute[compute] = True
     is_listed[list(listed)] = True
     is_new[list(new)] = True
+    radius = 2.0 * LIST_TAU
+    offsets = index.offsets()
+    owners = [index.owners(b) for b in range(len(index.block_columns))]
     forward: list[np.ndarray] = []
     reverse: list[np.ndarray] = []
-    for start in range(0, len(rows), _A_BLOCK):
-        block = rows[start : start + _A_BLOCK]
-        for ia, ix in close_pairs(index.vectors[block], index.vectors, 2.0 * LIST_TAU):
-            a = block[ia]
-            forward.append(np.unique(a * n + column_of[ix]))
-            keep = is_listed[column_of[ix]] & is_new[column_of[a]]
-            reverse.append(np.unique(ix[keep] * n + column_of[a[keep]]))
+    for i, a_owner in enumerate(owners):
+        rows = np.flatnonzero(is_compute[a_owner])
+        if not len(rows):
+            continue
+        a_vectors = index.read(i)
+        for j, x_owner in enumerate(owners):
+            if index.apart(i, j, radius):
+                continue
+            x_vectors = a_vectors if j == i else index.read(j)
+            for start in range(0, len(rows), _A_BLOCK):
+                block = rows[start : start + _A_BLOCK]
+                for ia, ix in close_pairs(a_vectors[block], x_vectors, radius):
+                    a = block[ia]
+                    forward.append(np.unique((offsets[i] + a) * n + x_owner[ix]))
+                    keep = is_listed[x_owner[ix]] & is_new[a_owner[a]]
+                    reverse.append(np.unique((offsets[j] + ix[keep]) * n + a_owner[a[keep]]))
+    column_of = np.concatenate(owners) if owners else np.zeros(0, np.int64)
     return _per_column_pair(forward, column_of, n), _per_column_pair(reverse, column_of, n)
 
 
@@ -194,7 +212,7 @@ def _groups(matches: np.ndarray) -> dict[int, np.ndarray]:
     return dict(zip(columns.tolist(), np.split(matches, starts[1:]), strict=True))
 
 
-def _ranked(index: PexesoIndex, sizes: np.ndarray, subject: int, matches: np.ndarray) -> list[tuple[int, int]]:
+def _ranked(index: LakeBlocks, sizes: np.ndarray, subject: int, matches: np.ndarray) -> list[tuple[int, int]]:
     """The subject's joinable columns among `matches` rows ((candidate, n_matched) at LIST_T, the
     subject itself left out), best LIST_K first, ranked as `search` ranks."""
     need = need_count(LIST_T, int(sizes[subject]))
@@ -204,7 +222,7 @@ def _ranked(index: PexesoIndex, sizes: np.ndarray, subject: int, matches: np.nda
 
 
 def _write_lists(
-    conn: Connection, index: PexesoIndex, sizes: np.ndarray, subjects: Sequence[int], forward: np.ndarray
+    conn: Connection, index: LakeBlocks, sizes: np.ndarray, subjects: Sequence[int], forward: np.ndarray
 ) -> None:
     """Each subject's list (its rank-0 marker, then its ranked columns) from its `forward` rows."""
     groups = _groups(forward)
@@ -219,7 +237,7 @@ def _write_lists(
         conn.execute(insert(PexesoList), rows)
 
 
-def _merge_lists(conn: Connection, index: PexesoIndex, sizes: np.ndarray, reverse: np.ndarray) -> int:
+def _merge_lists(conn: Connection, index: LakeBlocks, sizes: np.ndarray, reverse: np.ndarray) -> int:
     """Merge each kept list with its matches among the added columns (`reverse`); returns how many
     lists changed."""
     position = {c.column_id: i for i, c in enumerate(index.columns)}
@@ -245,7 +263,7 @@ def _delete_column_list(conn: Connection, column_id: str) -> None:
 
 
 def _list_rows(
-    index: PexesoIndex, sizes: np.ndarray, subject: int, ranked: list[tuple[int, int]]
+    index: LakeBlocks, sizes: np.ndarray, subject: int, ranked: list[tuple[int, int]]
 ) -> list[dict[str, Any]]:
     """A list's rows: the rank-0 marker, then its columns."""
     ref = index.columns[subject]

@@ -6,6 +6,8 @@ Published from the lake's `pexeso_*` tables by `spark_jobs.pexeso.publish`:
 * `pexeso_columns`: each embedded column: its ids and header, its distinct values (JSON list, for
   the example pairs of an answer) and their unit vectors, packed little-endian float32, one row of
   `dimension` floats per value, in the values' order;
+* `pexeso_partitions`: the partitions the columns are clustered into under the memory budget
+  (each column's `partition` says which), with what a search needs to skip one unloaded;
 * `pexeso_lists`: each embedded column's precomputed semantic join list (`catalog.search.pexeso.lists`);
 * `pexeso_meta`: key/value facts: the index version, the embedder (name, version, dimension; JSON),
   the index shape (pivots, levels, selection; JSON) and the pivots (packed float32, base64), checked
@@ -15,7 +17,7 @@ Published from the lake's `pexeso_*` tables by `spark_jobs.pexeso.publish`:
 
 from __future__ import annotations
 
-from sqlalchemy import Float, Integer, LargeBinary, String, Text
+from sqlalchemy import Float, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from catalog.db.models.base import TEXT_KEY_LENGTH, Base, key_default, text_index
@@ -30,8 +32,29 @@ class PexesoColumn(Base):
     n_values: Mapped[int] = mapped_column(Integer)
     value_list: Mapped[str] = mapped_column(Text)  # JSON list
     vectors: Mapped[bytes] = mapped_column(LargeBinary)
+    # its partition (`pexeso_partitions`) and its histogram's Jensen-Shannon divergence from the
+    # partition's centre when it was assigned (their mean is the partitioning's quality)
+    partition: Mapped[int | None] = mapped_column(Integer)
+    divergence: Mapped[float | None] = mapped_column(Float)
 
-    __table_args__ = (text_index("ix_pexeso_columns_table_id", "table_id"),)
+    __table_args__ = (
+        text_index("ix_pexeso_columns_table_id", "table_id"),
+        Index("ix_pexeso_columns_partition", "partition"),
+    )
+
+
+class PexesoPartition(Base):
+    """One partition of the columns (JSD clustering under the memory budget, `partitioning`): the
+    box of its vectors' pivot mappings (packed float64 low and high corners: a search skips the
+    partition when no query vector comes within τ of it) and its centre histogram (packed int64 cell
+    keys and float64 probabilities: where an added column goes)."""
+
+    __tablename__ = "pexeso_partitions"
+    partition: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    low: Mapped[bytes] = mapped_column(LargeBinary)
+    high: Mapped[bytes] = mapped_column(LargeBinary)
+    centre_bins: Mapped[bytes] = mapped_column(LargeBinary)
+    centre_probs: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class PexesoMeta(Base):

@@ -32,6 +32,14 @@ class PexesoSettings:
     # Re-select the pivots once the vectors added or deleted since the last selection reach this
     # share of the vectors then held (answers stay exact with stale pivots; pruning weakens).
     repivot_share: float = 0.5
+    # The most lake vectors (MB, at ~2.3 KB a 256-d vector once loaded and gridded) one search, one
+    # semantic-list refresh or one load of the API holds at once: the columns are clustered into
+    # partitions of at most this size (JSD clustering, docs/algorithms/pexeso.md); the default
+    # keeps a lake of about 1.8 million vectors one partition.
+    memory_budget_mb: float = 4096.0
+    # Re-partition (with the pivots) once the partitions' quality (1 - mean JSD of each column to
+    # its centre / ln 2) has fallen by this share since they were clustered.
+    repartition_share: float = 0.2
 
     def __post_init__(self) -> None:
         if not isinstance(self.dimension, int) or not 8 <= self.dimension <= 4096:
@@ -50,6 +58,13 @@ class PexesoSettings:
             )
         if not self.repivot_share > 0.0:
             raise SettingsError(_WHERE, "index.pexeso.repivot_share", f"must be > 0, got {self.repivot_share!r}")
+        if not isinstance(self.memory_budget_mb, int | float) or not self.memory_budget_mb > 0:
+            got = self.memory_budget_mb
+            raise SettingsError(_WHERE, "index.pexeso.memory_budget_mb", f"must be a positive number, got {got!r}")
+        if not 0.0 < self.repartition_share <= 1.0:
+            raise SettingsError(
+                _WHERE, "index.pexeso.repartition_share", f"must be in (0, 1], got {self.repartition_share!r}"
+            )
         object.__setattr__(self, "types", tuple(self.types))
 
     @property
@@ -62,7 +77,13 @@ class PexesoSettings:
     def shape(self) -> IndexShape:
         from catalog.search.pexeso.index import IndexShape  # deferred: as above (numpy)
 
-        return IndexShape(self.n_pivots, self.levels, self.pivot_method, self.seed)  # type: ignore[arg-type]
+        return IndexShape(
+            self.n_pivots,
+            self.levels,
+            self.pivot_method,  # type: ignore[arg-type]
+            self.seed,
+            float(self.memory_budget_mb),
+        )
 
 
 def pexeso_settings(settings: Settings) -> PexesoSettings:

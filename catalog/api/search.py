@@ -28,6 +28,7 @@ from catalog.search.mate.search import NaryRequest
 from catalog.search.pexeso import METHODS as SEMANTIC_METHODS
 from catalog.search.pexeso.family import DEFAULT_T, DEFAULT_TAU, SemanticRequest
 from catalog.search.pexeso.family import search_rows as semantic_rows
+from catalog.search.pexeso.settings import pexeso_settings
 
 router = APIRouter(prefix="/v1/search", tags=["search"])
 MAX_SEARCH_BODY_BYTES = 4 * 1024 * 1024
@@ -198,5 +199,5 @@ async def search_semantic_route(query: SemanticQuery, request: Request) -> JSON:
         raise NotAvailableError("search semantic")
     wanted = SemanticRequest(query.values, query.tau, query.threshold, query.k, query.method, hold_index=True)
     with one_snapshot(catalog_of(request)) as conn:
-        rows = semantic_rows(conn, wanted)
+        rows = semantic_rows(conn, wanted, pexeso_settings(request.app.state.settings))
     return JSON({"tau": query.tau, "T": query.threshold, "results": rows})

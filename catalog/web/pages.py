@@ -261,13 +261,15 @@ def _contain_answers(conn: Any, values: list[str | None], threshold: float, k: i
     return _answer(search_contain(conn, ContainRequest(values, threshold=threshold, k=k, hold_index=True)))
 
 
-def _semantic_answers(conn: Any, values: list[str | None], k: int) -> dict[str, Any]:
+def _semantic_answers(conn: Any, values: list[str | None], k: int, settings: Settings) -> dict[str, Any]:
     if "semantic" not in search_kinds():
         return _answer(error="semantic search is not available")
     from catalog.search.pexeso.family import SemanticRequest, search_rows  # deferred: loads numpy and the index
+    from catalog.search.pexeso.settings import pexeso_settings  # deferred: as above
 
     request = SemanticRequest(values, k=k, hold_index=True)
-    return _answer(search_rows(conn, request), tau=request.tau, threshold=request.threshold)
+    answers = search_rows(conn, request, pexeso_settings(settings))
+    return _answer(answers, tau=request.tau, threshold=request.threshold)
 
 
 def _nary_answers(conn: Any, form: SearchForm) -> dict[str, Any]:
@@ -348,7 +350,7 @@ async def search_results(request: Request) -> HTMLResponse:
             "join": _section(_join_answers, conn, values, form.k),
             "contain": _section(_contain_answers, conn, values, form.threshold, form.k),
             "nary": _section(_nary_answers, conn, form),
-            "semantic": _section(_semantic_answers, conn, values, form.k),
+            "semantic": _section(_semantic_answers, conn, values, form.k, request.app.state.settings),
         }
     answers["transform"] = _section(_transform_answers, request, form)  # the lake, not the catalog
     return _render(

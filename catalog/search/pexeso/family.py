@@ -15,6 +15,8 @@ from catalog.search.pexeso.models import PexesoColumn, PexesoList, PexesoMeta
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
+    from catalog.search.pexeso.settings import PexesoSettings
+
 COLUMNS = ("joinability", "n_matched", "table_id", "column", "column_id")
 DEFAULT_TAU = 0.06
 DEFAULT_T = 0.6
@@ -35,14 +37,15 @@ class SemanticRequest:
     memory_budget_mb: float | None = None
 
 
-def search_rows(conn: Connection, request: SemanticRequest) -> list[dict[str, Any]]:
-    """The answers as rows, best first."""
+def search_rows(conn: Connection, request: SemanticRequest, conf: PexesoSettings) -> list[dict[str, Any]]:
+    """The answers as rows, best first. The query is embedded as `conf` says (`[index.pexeso]
+    model_path`), refused when that is not how the published index was embedded."""
     from catalog.core.identity import normalize_token  # deferred: the search loads when it runs
     from catalog.search.pexeso.search import Query, search  # deferred: as above
-    from catalog.search.pexeso.source import load_index  # deferred: as above
+    from catalog.search.pexeso.source import embedder_for, load_index  # deferred: as above
 
     loaded = load_index(conn, hold=request.hold_index)
-    query = Query.embed([normalize_token(v) for v in request.values], loaded.embedder)
+    query = Query.embed([normalize_token(v) for v in request.values], embedder_for(loaded.index.spec, conf))
     matches = search(
         loaded.index,
         query,
@@ -89,10 +92,13 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, conn: Connection) -> list[dict[str, Any]]:
+    from catalog.core.settings import load_settings  # deferred: the search loads when it runs
+    from catalog.search.pexeso.settings import pexeso_settings  # deferred: as above
+
     request = SemanticRequest(
         read_values(args.values), args.tau, args.threshold, args.k, args.method, memory_budget_mb=args.memory_budget
     )
-    return search_rows(conn, request)
+    return search_rows(conn, request, pexeso_settings(load_settings()))
 
 
 FAMILY = SearchFamily(

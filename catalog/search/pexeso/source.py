@@ -3,9 +3,10 @@
 A load reads every embedded column's vectors and the facts, and maps the vectors with the recorded
 pivots into the grid (`PexesoIndex`); a long-running process (the API) keeps the loaded index
 between requests (`hold`) and loads again when a new index version is published. The query is
-embedded by the embedder the index records: this build's embedder of that name, refused when its
-version or dimension differ (`EmbedderMismatchError`). With a memory budget (`partitions`), the
-columns are loaded a budget's worth at a time instead, for a lake whose vectors do not fit.
+embedded by the embedder the index records (`embedder_for`): the configured sentence-transformers
+model, or this build's n-gram embedder, refused when its name, version or dimension differ
+(`EmbedderMismatchError`). With a memory budget (`partitions`), the columns are loaded a budget's
+worth at a time instead, for a lake whose vectors do not fit.
 """
 
 from __future__ import annotations
@@ -21,37 +22,43 @@ from sqlalchemy import Connection, Engine, select
 
 from catalog.core.embedding import Embedder
 from catalog.core.errors import EmbedderMismatchError, UserError
+from catalog.core.sentence_embedding import NAME_PREFIX
 from catalog.search.family import published_facts
 from catalog.search.pexeso.index import ColumnRef, EmbeddingSpec, IndexShape, PexesoIndex, pexeso_embedder
 from catalog.search.pexeso.models import PexesoColumn, PexesoMeta
+from catalog.search.pexeso.settings import PexesoSettings
 
 
 @dataclass(frozen=True)
 class LoadedIndex:
     version: str
     index: PexesoIndex
-    embedder: Embedder
 
 
 _HELD: weakref.WeakKeyDictionary[Engine, LoadedIndex] = weakref.WeakKeyDictionary()
 
 
-def embedder_for(spec: EmbeddingSpec) -> Embedder:
-    """This build's embedder that made vectors of `spec` (refused when it would embed otherwise)."""
-    embedder = pexeso_embedder(spec.dimension)
+def embedder_for(spec: EmbeddingSpec, conf: PexesoSettings) -> Embedder:
+    """The embedder a query against an index of `spec` is embedded with: the configured model when
+    `[index.pexeso] model_path` is set (or the index was built by a model), else this build's n-gram
+    embedder at the index's dimension. Refused unless it makes vectors of `spec`: an index built with
+    n-grams queried with a model configured, or the other way round, or a model changed since."""
+    model = conf.model_path or spec.name.startswith(NAME_PREFIX)
+    embedder = conf.embedder if model else pexeso_embedder(spec.dimension)
     if EmbeddingSpec.of(embedder) != spec:
         raise EmbedderMismatchError(spec, EmbeddingSpec.of(embedder))
     return embedder
 
 
 def load_index(conn: Connection, *, hold: bool = False) -> LoadedIndex:
-    """The catalog's PEXESO index (the process's copy when `hold` and still current)."""
+    """The catalog's PEXESO index (the process's copy when `hold` and still current). Its vectors
+    are compared only with each other or with a query embedded by `embedder_for(index.spec, ...)`."""
     meta = published_facts(conn, PexesoMeta, "PEXESO")
     held = _HELD.get(conn.engine) if hold else None
     if held is not None and held.version == meta["index_version"]:
         return held
     frame = _Frame.of(meta)
-    loaded = LoadedIndex(meta["index_version"], _load_columns(conn, frame), embedder_for(frame.spec))
+    loaded = LoadedIndex(meta["index_version"], _load_columns(conn, frame))
     if hold:
         _HELD[conn.engine] = loaded
     return loaded
@@ -71,10 +78,13 @@ class Partitions:
     column's exact counts."""
 
     version: str
-    embedder: Embedder
     ranges: list[tuple[int, int]]  # first and last column_ref of each partition
     conn: Connection
     frame: _Frame
+
+    @property
+    def spec(self) -> EmbeddingSpec:
+        return self.frame.spec
 
     def __iter__(self) -> Iterator[PexesoIndex]:
         for first, last in self.ranges:
@@ -101,7 +111,7 @@ def partitions(conn: Connection, memory_budget_mb: float) -> Partitions:
         else:
             ranges.append((ref, ref))
             held = n
-    return Partitions(meta["index_version"], embedder_for(frame.spec), ranges, conn, frame)
+    return Partitions(meta["index_version"], ranges, conn, frame)
 
 
 @dataclass(frozen=True)

@@ -38,22 +38,22 @@ class SemanticRequest:
 
 
 def search_rows(conn: Connection, request: SemanticRequest, conf: PexesoSettings) -> list[dict[str, Any]]:
-    """The answers as rows, best first. The query is embedded as `conf` says (`[index.pexeso]
-    model_path`), refused when that is not how the published index was embedded."""
+    """The answers as rows, best first, from the whole index or, with a memory budget, from its
+    partitions one at a time (the same answers). The query is embedded as `conf` says
+    (`[index.pexeso] model_path`), refused when that is not how the published index was embedded."""
     from catalog.core.identity import normalize_token  # deferred: the search loads when it runs
-    from catalog.search.pexeso.search import Query, search  # deferred: as above
-    from catalog.search.pexeso.source import embedder_for, load_index  # deferred: as above
+    from catalog.search.pexeso.search import Query, search, search_partitions  # deferred: as above
+    from catalog.search.pexeso.source import embedder_for, load_index, partitions  # deferred: as above
 
-    loaded = load_index(conn, hold=request.hold_index)
-    query = Query.embed([normalize_token(v) for v in request.values], embedder_for(loaded.index.spec, conf))
-    matches = search(
-        loaded.index,
-        query,
-        tau=request.tau,
-        threshold=request.threshold,
-        k=request.k,
-        method=request.method,  # type: ignore[arg-type]
-    )
+    values = [normalize_token(v) for v in request.values]
+    options: dict[str, Any] = {"tau": request.tau, "threshold": request.threshold, "k": request.k}
+    options["method"] = request.method
+    if request.memory_budget_mb is None:
+        loaded = load_index(conn, hold=request.hold_index)
+        matches = search(loaded.index, Query.embed(values, embedder_for(loaded.index.spec, conf)), **options)
+    else:
+        parts = partitions(conn, request.memory_budget_mb)
+        matches = search_partitions(parts, Query.embed(values, embedder_for(parts.spec, conf)), **options)
     return [m.as_dict() for m in matches]
 
 

@@ -103,12 +103,12 @@ def model_version(folder: Path) -> int:
     no file's size or modification time changes, so asking again costs a directory walk."""
     files = _model_files(folder)
     try:
-        stats = tuple((rel, p.stat().st_size, p.stat().st_mtime_ns) for rel, p in files)
+        stats = tuple((rel, st.st_size, st.st_mtime_ns) for rel, st in ((rel, p.stat()) for rel, p in files))
         key = (str(folder), stats)
         if key not in _VERSIONS:
             digest = hashlib.sha256()
-            for rel, p in files:
-                digest.update(f"{rel}\0{p.stat().st_size}\0".encode())
+            for (rel, p), (_, size, _) in zip(files, stats, strict=True):
+                digest.update(f"{rel}\0{size}\0".encode())
                 with p.open("rb") as f:
                     for block in iter(functools.partial(f.read, 1 << 20), b""):
                         digest.update(block)

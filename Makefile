@@ -33,7 +33,7 @@ $(STAMP): requirements.lock pyproject.toml
 
 # Regenerate the lock after changing dependencies in pyproject.toml.
 lock: $(STAMP)
-	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 -o requirements.lock
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra semantic --python-version 3.11 -o requirements.lock
 
 # ruff, the format check, mypy over the project (warn_unused_ignores) and the layer check.
 lint: $(STAMP)

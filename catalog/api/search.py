@@ -26,8 +26,9 @@ from catalog.search.mate.family import search_rows
 from catalog.search.mate.query import choose_key, parse_csv
 from catalog.search.mate.search import NaryRequest
 from catalog.search.pexeso import METHODS as SEMANTIC_METHODS
-from catalog.search.pexeso.family import DEFAULT_T, DEFAULT_TAU, SemanticRequest, memory_budget
+from catalog.search.pexeso.family import DEFAULT_T, DEFAULT_TAU, SemanticRequest
 from catalog.search.pexeso.family import search_rows as semantic_rows
+from catalog.search.pexeso.settings import pexeso_settings
 
 router = APIRouter(prefix="/v1/search", tags=["search"])
 MAX_SEARCH_BODY_BYTES = 4 * 1024 * 1024
@@ -196,10 +197,16 @@ class SemanticResults(BaseModel):
 async def search_semantic_route(query: SemanticQuery, request: Request) -> JSON:
     if "semantic" not in search_kinds():
         raise NotAvailableError("search semantic")
-    budget = memory_budget(request.app.state.settings)
+    conf = pexeso_settings(request.app.state.settings)
     wanted = SemanticRequest(
-        query.values, query.tau, query.threshold, query.k, query.method, hold_index=True, memory_budget_mb=budget
+        query.values,
+        query.tau,
+        query.threshold,
+        query.k,
+        query.method,
+        hold_index=True,
+        memory_budget_mb=conf.memory_budget_mb,
     )
     with one_snapshot(catalog_of(request)) as conn:
-        rows = semantic_rows(conn, wanted)
+        rows = semantic_rows(conn, wanted, conf)
     return JSON({"tau": query.tau, "T": query.threshold, "results": rows})

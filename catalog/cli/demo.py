@@ -30,6 +30,7 @@ from catalog.search.mate.query import parse_csv
 from catalog.search.mate.search import NaryRequest
 from catalog.search.pexeso.family import SemanticRequest
 from catalog.search.pexeso.family import search_rows as semantic_rows
+from catalog.search.pexeso.settings import pexeso_settings
 
 if TYPE_CHECKING:
     from catalog.cli.context import CliContext
@@ -182,7 +183,7 @@ def run_demo(ctx: CliContext) -> int:
             try:
                 _show(
                     "search semantic --values airline_typos.txt --tau 0.3 --k 3  (the same names; τ 0.3: one typo)",
-                    semantic_rows(conn, SemanticRequest(typos, tau=0.3, k=3)),
+                    semantic_rows(conn, SemanticRequest(typos, tau=0.3, k=3), pexeso_settings(settings)),
                     columns=["column_id", "joinability", "n_matched", "exact"],
                 )
             except UserError as e:  # a lake with no textual column has no PEXESO index

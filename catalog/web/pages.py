@@ -264,14 +264,12 @@ def _contain_answers(conn: Any, values: list[str | None], threshold: float, k: i
 def _semantic_answers(conn: Any, values: list[str | None], k: int, settings: Settings) -> dict[str, Any]:
     if "semantic" not in search_kinds():
         return _answer(error="semantic search is not available")
-    from catalog.search.pexeso.family import (  # deferred: loads numpy and the index
-        SemanticRequest,  # deferred: as above
-        memory_budget,
-        search_rows,
-    )
+    from catalog.search.pexeso.family import SemanticRequest, search_rows  # deferred: loads numpy and the index
+    from catalog.search.pexeso.settings import pexeso_settings  # deferred: as above
 
-    request = SemanticRequest(values, k=k, hold_index=True, memory_budget_mb=memory_budget(settings))
-    return _answer(search_rows(conn, request), tau=request.tau, threshold=request.threshold)
+    conf = pexeso_settings(settings)
+    request = SemanticRequest(values, k=k, hold_index=True, memory_budget_mb=conf.memory_budget_mb)
+    return _answer(search_rows(conn, request, conf), tau=request.tau, threshold=request.threshold)
 
 
 def _nary_answers(conn: Any, form: SearchForm) -> dict[str, Any]:

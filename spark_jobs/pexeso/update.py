@@ -35,7 +35,7 @@ from catalog.search.pexeso.index import EmbeddingSpec, IndexShape
 from catalog.search.pexeso.models import PexesoMeta
 from catalog.search.pexeso.pivots import select_pivots
 from catalog.search.pexeso.repartition import partition_fact, repartition_due
-from catalog.search.pexeso.settings import PexesoSettings, pexeso_settings
+from catalog.search.pexeso.settings import pexeso_settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.commit_point import applied_batch, batch_store, begin, commit
 from spark_jobs.lake.store import LakeStore
@@ -104,7 +104,7 @@ def read_state(store: LakeStore) -> PexesoState | None:
     return PexesoState.from_row(row) if row else None
 
 
-def _pivots(store: LakeStore, conf: PexesoSettings, shape: IndexShape) -> np.ndarray:
+def _pivots(store: LakeStore, spec: EmbeddingSpec, shape: IndexShape) -> np.ndarray:
     """Pivots selected from a sample of the embedded columns (random unit vectors for an empty lake)."""
     frame = store.read(PEXESO_VECTORS, columns=["vectors"])
     n = frame.count()
@@ -113,10 +113,10 @@ def _pivots(store: LakeStore, conf: PexesoSettings, shape: IndexShape) -> np.nda
         blobs = [r["vectors"] for r in sample.limit(_PIVOT_SAMPLE_COLUMNS).collect()] or [
             r["vectors"] for r in frame.limit(1).collect()
         ]
-        vectors = np.frombuffer(b"".join(blobs), "<f4").reshape(-1, conf.dimension)
+        vectors = np.frombuffer(b"".join(blobs), "<f4").reshape(-1, spec.dimension)
         return select_pivots(vectors, shape.n_pivots, method=shape.pivot_method, seed=shape.seed)
     rng = np.random.default_rng(shape.seed)
-    m = rng.standard_normal((shape.n_pivots, conf.dimension))
+    m = rng.standard_normal((shape.n_pivots, spec.dimension))
     return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -195,7 +195,7 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str
         if base is not None:
             log.warning("pexeso embedder changed: re-embedding every column", extra={"was": str(base.spec)})
         _write_all(store, settings)
-        state = _commit_state(store, base, spec, shape, _pivots(store, conf, shape), full=True, changed=None)
+        state = _commit_state(store, base, spec, shape, _pivots(store, spec, shape), full=True, changed=None)
         mode = "build"
     else:
         changed = _write_batch(store, settings, batch) if batch.touched else 0
@@ -214,18 +214,11 @@ def rebuild(spark: SparkSession, settings: Settings) -> dict[str, Any]:
     base = read_state(store)
     if base is None:
         return {"mode": "absent"}
-    if base.spec != EmbeddingSpec.of(conf.embedder):
+    spec = EmbeddingSpec.of(conf.embedder)
+    if base.spec != spec:
         _write_all(store, settings)
-    pivots = _pivots(store, conf, conf.shape)
-    state = _commit_state(
-        store,
-        base,
-        EmbeddingSpec.of(conf.embedder),
-        conf.shape,
-        pivots,
-        full=base.spec != EmbeddingSpec.of(conf.embedder),
-        changed=None,
-    )
+    pivots = _pivots(store, spec, conf.shape)
+    state = _commit_state(store, base, spec, conf.shape, pivots, full=base.spec != spec, changed=None)
     commit(store, PEXESO, base_manifest, batch_id=base_manifest.batch_id, kind="rebuild")
     return {"mode": "rebuild", **state.summary()}
 

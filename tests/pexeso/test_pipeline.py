@@ -269,6 +269,7 @@ def test_bad_semantic_searches_are_refused_with_one_line(home: Path, capsys) -> 
         (["--values", str(home / "nope.txt")], "no such file"),
         (["--values", str(home / "q.txt"), "--tau", "1.5"], "tau must be in"),
         (["--values", str(home / "q.txt"), "--T", "0"], "threshold T must be in"),
+        (["--values", str(home / "q.txt"), "--memory-budget", "0"], "memory budget must be a positive"),
     ):
         assert main(["search", "semantic", *args]) == 2
         assert message in capsys.readouterr().err

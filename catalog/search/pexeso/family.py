@@ -15,7 +15,7 @@ from catalog.search.pexeso.models import PexesoColumn, PexesoList, PexesoMeta, P
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-    from catalog.core.settings import Settings
+    from catalog.search.pexeso.settings import PexesoSettings
 
 COLUMNS = ("joinability", "n_matched", "table_id", "column", "column_id")
 DEFAULT_TAU = 0.06
@@ -39,34 +39,27 @@ class SemanticRequest:
     memory_budget_mb: float | None = None
 
 
-def search_rows(conn: Connection, request: SemanticRequest) -> list[dict[str, Any]]:
-    """The answers as rows, best first."""
+def search_rows(conn: Connection, request: SemanticRequest, conf: PexesoSettings) -> list[dict[str, Any]]:
+    """The answers as rows, best first, from the whole index or, with a memory budget, from its
+    partitions one at a time (the same answers). The query is embedded as `conf` says
+    (`[index.pexeso] model_path`), refused when that is not how the published index was embedded."""
     from catalog.core.identity import normalize_token  # deferred: the search loads when it runs
     from catalog.search.pexeso.search import Query, search, search_partitions  # deferred: as above
-    from catalog.search.pexeso.source import fits, load_index, partitions  # deferred: as above
+    from catalog.search.pexeso.source import embedder_for, fits, load_index, partitions  # deferred: as above
 
     values = [normalize_token(v) for v in request.values]
     budget = request.memory_budget_mb
-    method: Any = request.method
+    options: dict[str, Any] = {"tau": request.tau, "threshold": request.threshold, "k": request.k}
+    options["method"] = request.method
     if budget is None or (request.hold_index and fits(conn, budget)):
         loaded = load_index(conn, hold=request.hold_index)
-        query = Query.embed(values, loaded.embedder)
-        found = search(loaded.index, query, tau=request.tau, threshold=request.threshold, k=request.k, method=method)
+        found = search(loaded.index, Query.embed(values, embedder_for(loaded.index.spec, conf)), **options)
     else:
         parts = partitions(conn, budget)
-        query = Query.embed(values, parts.embedder)
+        query = Query.embed(values, embedder_for(parts.spec, conf))
         loads = (parts.load(load) for load in parts.plan(query.vectors, request.tau).loads)
-        found = search_partitions(
-            loads, query, tau=request.tau, threshold=request.threshold, k=request.k, method=method
-        )
+        found = search_partitions(loads, query, **options)
     return [m.as_dict() for m in found]
-
-
-def memory_budget(settings: Settings) -> float:
-    """The configured memory budget of a search (`[index.pexeso] memory_budget_mb`)."""
-    from catalog.search.pexeso.settings import pexeso_settings  # deferred: as search_rows
-
-    return float(pexeso_settings(settings).memory_budget_mb)
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -105,12 +98,14 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace, conn: Connection) -> list[dict[str, Any]]:
     from catalog.core.settings import load_settings  # deferred: the search loads when it runs
+    from catalog.search.pexeso.settings import pexeso_settings  # deferred: as above
 
-    budget = args.memory_budget if args.memory_budget is not None else memory_budget(load_settings())
+    conf = pexeso_settings(load_settings())
+    budget = args.memory_budget if args.memory_budget is not None else conf.memory_budget_mb
     request = SemanticRequest(
         read_values(args.values), args.tau, args.threshold, args.k, args.method, memory_budget_mb=budget
     )
-    return search_rows(conn, request)
+    return search_rows(conn, request, conf)
 
 
 FAMILY = SearchFamily(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from catalog.core.errors import SettingsError
 
 if TYPE_CHECKING:
-    from catalog.core.embedding import CharNgramEmbedder
+    from catalog.core.embedding import Embedder
     from catalog.core.settings import Settings
     from catalog.search.pexeso.index import IndexShape
 
@@ -40,6 +40,10 @@ class PexesoSettings:
     # Re-partition (with the pivots) once the partitions' quality (1 - mean JSD of each column to
     # its centre / ln 2) has fallen by this share since they were clustered.
     repartition_share: float = 0.2
+    # Optional: a sentence-transformers model saved in this local folder embeds instead of the
+    # n-grams (its dimension replaces `dimension`; needs `pip install 'juncture[semantic]'`; never
+    # downloaded). Empty: the n-grams. A changed model (any file of it) is another embedder, as above.
+    model_path: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.dimension, int) or not 8 <= self.dimension <= 4096:
@@ -65,10 +69,16 @@ class PexesoSettings:
             raise SettingsError(
                 _WHERE, "index.pexeso.repartition_share", f"must be in (0, 1], got {self.repartition_share!r}"
             )
+        if not isinstance(self.model_path, str):
+            raise SettingsError(_WHERE, "index.pexeso.model_path", f"expected a folder, got {self.model_path!r}")
         object.__setattr__(self, "types", tuple(self.types))
 
     @property
-    def embedder(self) -> CharNgramEmbedder:
+    def embedder(self) -> Embedder:
+        if self.model_path:
+            from catalog.core.sentence_embedding import SentenceTransformerEmbedder  # deferred: torch, optional
+
+            return SentenceTransformerEmbedder.from_path(self.model_path)
         from catalog.search.pexeso.index import pexeso_embedder  # deferred: every command reads the settings
 
         return pexeso_embedder(self.dimension)

@@ -3,10 +3,11 @@
 A load reads every embedded column's vectors and the facts, and maps the vectors with the recorded
 pivots into the grid (`PexesoIndex`); a long-running process (the API) keeps the loaded index
 between requests (`hold`) and loads again when a new index version is published. The query is
-embedded by the embedder the index records: this build's embedder of that name, refused when its
-version or dimension differ (`EmbedderMismatchError`). With a memory budget (`partitions`), the
-columns are loaded a budget's worth at a time instead, partition by partition, for a lake whose
-vectors do not fit; a query skips the partitions out of its reach.
+embedded by the embedder the index records (`embedder_for`): the configured sentence-transformers
+model, or this build's n-gram embedder, refused when its name, version or dimension differ
+(`EmbedderMismatchError`). With a memory budget (`partitions`), the columns are loaded a budget's
+worth at a time instead, partition by partition, for a lake whose vectors do not fit; a query skips
+the partitions out of its reach.
 """
 
 from __future__ import annotations
@@ -22,39 +23,45 @@ from sqlalchemy import ColumnElement, Connection, Engine, select
 
 from catalog.core.embedding import Embedder
 from catalog.core.errors import EmbedderMismatchError, UserError
+from catalog.core.sentence_embedding import NAME_PREFIX
 from catalog.search.family import published_facts
 from catalog.search.pexeso.index import ColumnRef, EmbeddingSpec, IndexShape, PexesoIndex, pexeso_embedder
 from catalog.search.pexeso.models import PexesoColumn, PexesoMeta, PexesoPartition
 from catalog.search.pexeso.partitioning import pack_in_order, reachable
 from catalog.search.pexeso.pivots import map_to_pivots
+from catalog.search.pexeso.settings import PexesoSettings
 
 
 @dataclass(frozen=True)
 class LoadedIndex:
     version: str
     index: PexesoIndex
-    embedder: Embedder
 
 
 _HELD: weakref.WeakKeyDictionary[Engine, LoadedIndex] = weakref.WeakKeyDictionary()
 
 
-def embedder_for(spec: EmbeddingSpec) -> Embedder:
-    """This build's embedder that made vectors of `spec` (refused when it would embed otherwise)."""
-    embedder = pexeso_embedder(spec.dimension)
+def embedder_for(spec: EmbeddingSpec, conf: PexesoSettings) -> Embedder:
+    """The embedder a query against an index of `spec` is embedded with: the configured model when
+    `[index.pexeso] model_path` is set (or the index was built by a model), else this build's n-gram
+    embedder at the index's dimension. Refused unless it makes vectors of `spec`: an index built with
+    n-grams queried with a model configured, or the other way round, or a model changed since."""
+    model = conf.model_path or spec.name.startswith(NAME_PREFIX)
+    embedder = conf.embedder if model else pexeso_embedder(spec.dimension)
     if EmbeddingSpec.of(embedder) != spec:
         raise EmbedderMismatchError(spec, EmbeddingSpec.of(embedder))
     return embedder
 
 
 def load_index(conn: Connection, *, hold: bool = False) -> LoadedIndex:
-    """The catalog's PEXESO index (the process's copy when `hold` and still current)."""
+    """The catalog's PEXESO index (the process's copy when `hold` and still current). Its vectors
+    are compared only with each other or with a query embedded by `embedder_for(index.spec, ...)`."""
     meta = published_facts(conn, PexesoMeta, "PEXESO")
     held = _HELD.get(conn.engine) if hold else None
     if held is not None and held.version == meta["index_version"]:
         return held
     frame = IndexFrame.of(meta)
-    loaded = LoadedIndex(meta["index_version"], _load_columns(conn, frame), embedder_for(frame.spec))
+    loaded = LoadedIndex(meta["index_version"], _load_columns(conn, frame))
     if hold:
         _HELD[conn.engine] = loaded
     return loaded
@@ -112,9 +119,8 @@ class Partitions:
     frame: IndexFrame
 
     @property
-    def embedder(self) -> Embedder:
-        """The embedder a query is embedded with (refused when this build's would embed otherwise)."""
-        return embedder_for(self.frame.spec)
+    def spec(self) -> EmbeddingSpec:
+        return self.frame.spec
 
     def plan(self, query_vectors: np.ndarray, tau: float) -> SearchPlan:
         """The loads a query needs at `tau` (partitions out of its reach skipped)."""

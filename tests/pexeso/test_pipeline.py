@@ -20,10 +20,13 @@ from sqlalchemy import func, select, update
 
 from catalog.api.app import create_app
 from catalog.cli.main import main
+from catalog.core.embedding import CharNgramEmbedder
 from catalog.core.identity import column_headers, file_table_id, normalize_token
 from catalog.core.settings import load_settings
 from catalog.db.engine import open_catalog
 from catalog.search.pexeso import METHODS
+from catalog.search.pexeso import index as index_module
+from catalog.search.pexeso import source as source_module
 from catalog.search.pexeso.index import pexeso_embedder
 from catalog.search.pexeso.lists import LIST_K, LIST_T, LIST_TAU
 from catalog.search.pexeso.models import PexesoColumn, PexesoMeta
@@ -276,3 +279,32 @@ def test_bad_semantic_searches_are_refused_with_one_line(home: Path, capsys) -> 
     (home / "empty.txt").write_text("\n\n", encoding="utf-8")
     assert main(["search", "semantic", "--values", str(home / "empty.txt")]) == 2
     assert "no non-empty value" in capsys.readouterr().err
+
+
+def _version_1(dimension: int = 256) -> CharNgramEmbedder:
+    """PEXESO's embedder before the canonical form: case and punctuation only."""
+    return CharNgramEmbedder(dimension=dimension, grams=(2, 3, 4), normalise=True, name="char-ngram-2-4")
+
+
+def test_an_index_of_the_previous_embedder_version_is_refused_then_re_embedded_by_a_rebuild(
+    home: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    names = ["John Smith", "Jane Doe", "Ann Lee", "Bob Stone", "Eve Adams"]
+    _write(home / "files" / "people.csv", ["name"], [[n] for n in names])
+    reordered = ["Smith, John", "Doe, Jane", "Lee, Ann", "Stone, Bob"]
+    with monkeypatch.context() as m:  # the index built by version 1
+        m.setattr(index_module, "pexeso_embedder", _version_1)
+        m.setattr(source_module, "pexeso_embedder", _version_1)
+        assert main(["crawl", "--dir", str(home / "files"), "--no-progress"]) == 0
+        assert main(["index"]) == 0
+        assert _semantic(home, reordered, 0.06, 0.6, "pexeso", capsys) == []  # word order mattered
+    spec = json.loads(LakeStore(load_settings().lake).read_arrow("pexeso_state").to_pylist()[0]["spec"])
+    assert spec["version"] == 1
+    (home / "q.txt").write_text("\n".join(reordered) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["search", "semantic", "--values", str(home / "q.txt")]) == 2
+    assert "v1" in capsys.readouterr().err  # this build would embed the query otherwise: refused
+    assert main(["rebuild"]) == 0
+    state = LakeStore(load_settings().lake).read_arrow("pexeso_state").to_pylist()[0]
+    assert json.loads(state["spec"])["version"] == pexeso_embedder().version == 2 and state["full"]
+    assert _semantic(home, reordered, 0.06, 0.6, "pexeso", capsys) == [("file:people.csv", "name", 4)]

@@ -31,10 +31,15 @@ from catalog.search.pexeso.pivots import PivotMethod, map_to_pivots, select_pivo
 
 
 def pexeso_embedder(dimension: int = 256) -> CharNgramEmbedder:
-    """PEXESO's embedder: character 2-, 3- and 4-grams of the normalised value (case and punctuation
-    dropped). A configured instance of the shared model-free embedder under its own name, so union
-    search's trigram vectors are untouched."""
-    return CharNgramEmbedder(dimension=dimension, grams=(2, 3, 4), normalise=True, name="char-ngram-2-4")
+    """PEXESO's embedder: character 2-, 3- and 4-grams of the value's canonical form (case,
+    punctuation, accents, date formats, doubled letters, common abbreviations and word order
+    dropped: `catalog.core.canonical_text`), the paper's "expand abbreviations first, then embed".
+    A configured instance of the shared model-free embedder under its own name, so union search's
+    trigram vectors are untouched. Version 2 added the canonical form (version 1 only normalised
+    case and punctuation): an index embedded by version 1 is re-embedded by the next update."""
+    return CharNgramEmbedder(
+        dimension=dimension, grams=(2, 3, 4), normalise=True, canonical=True, name="char-ngram-2-4", version=2
+    )
 
 
 PEXESO_EMBEDDER = pexeso_embedder()

@@ -91,8 +91,7 @@ class CharNgramEmbedder:
         if self.canonical:
             text = canonical_text(text)
         elif self.normalise:
-            text = pc.replace_substring_regex(pc.utf8_lower(text), "['\u2019.]+", "")  # "st. john's": "st johns"
-            text = pc.utf8_trim_whitespace(pc.replace_substring_regex(text, r"[^\p{L}\p{N}]+", " "))
+            text = normalise_values(text)
         marked = pc.binary_join_element_wise(_BEGIN, text, _END, "").fill_null("")
         marked = marked.combine_chunks() if isinstance(marked, pa.ChunkedArray) else marked
         offsets = np.frombuffer(marked.buffers()[1], np.int32, n + 1, marked.offset * 4).astype(np.int64)
@@ -125,6 +124,14 @@ def _mix(x: np.ndarray) -> np.ndarray:
     x = x ^ (x >> np.uint64(27))
     x = x * _MIX[1]
     return x ^ (x >> np.uint64(31))
+
+
+def normalise_values(values: pa.Array) -> pa.Array:
+    """`values` lower-cased, apostrophes and full stops dropped, every other run of characters that
+    are neither letters nor digits one space: `St. John's` and `st johns` are one value (vectorised,
+    in pyarrow). What `CharNgramEmbedder(normalise=True)` and a sentence-transformers model embed."""
+    text = pc.replace_substring_regex(pc.utf8_lower(pc.cast(values, pa.string())), "['\u2019.]+", "")
+    return pc.utf8_trim_whitespace(pc.replace_substring_regex(text, r"[^\p{L}\p{N}]+", " "))
 
 
 def unit_rows(m: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.core.embedding import unit_rows
+from catalog.core.embedding import normalise_values, unit_rows
 from catalog.core.errors import SettingsError
 
 if TYPE_CHECKING:
@@ -39,14 +39,6 @@ _BATCH = 256  # values per forward pass inside one encode call
 # Files that do not change a vector: the model card, and hidden files (editor, git, cache litter).
 _NOT_THE_MODEL = frozenset({"README.md"})
 _VERSIONS: dict[tuple[str, tuple[tuple[str, int, int], ...]], int] = {}
-
-
-def normalise_values(values: pa.Array) -> pa.Array:
-    """`values` as `CharNgramEmbedder(normalise=True)` sees them: lower-cased, apostrophes and full
-    stops dropped, every other run of characters that are neither letters nor digits one space, so
-    `St. John's` and `st johns` are one value to the model too (vectorised, in pyarrow)."""
-    text = pc.replace_substring_regex(pc.utf8_lower(pc.cast(values, pa.string())), "['\u2019.]+", "")
-    return pc.utf8_trim_whitespace(pc.replace_substring_regex(text, r"[^\p{L}\p{N}]+", " "))
 
 
 @dataclass(frozen=True)

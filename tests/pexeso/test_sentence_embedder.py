@@ -25,10 +25,10 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 from catalog.api.app import create_app
 from catalog.cli.main import main
-from catalog.core.embedding import Embedder
+from catalog.core.embedding import Embedder, normalise_values
 from catalog.core.errors import EmbedderMismatchError, SettingsError
 from catalog.core.identity import file_table_id
-from catalog.core.sentence_embedding import SentenceTransformerEmbedder, load_model, normalise_values
+from catalog.core.sentence_embedding import SentenceTransformerEmbedder, load_model
 from catalog.core.settings import load_settings
 from catalog.db.engine import open_catalog
 from catalog.search.pexeso.index import ColumnRef, EmbeddingSpec, IndexShape, PexesoIndex, embed_column, pexeso_embedder

@@ -31,7 +31,7 @@ from catalog.search.pexeso.pivots import map_to_pivots, select_pivots
 from catalog.search.pexeso.repartition import assign_added, partition_fact, repartition, repartition_due
 from catalog.search.pexeso.search import Query, distance_rows, search_partitions
 from catalog.search.pexeso.settings import PexesoSettings
-from catalog.search.pexeso.source import SearchPlan, budget_vectors, partitions
+from catalog.search.pexeso.source import Partitions, SearchPlan, budget_vectors, partitions
 from tests.pexeso.lake import SPEC, clustered_lake, clustered_query, oracle, publish_columns, unit, write_facts
 
 
@@ -299,3 +299,11 @@ def test_a_bad_budget_is_refused_with_the_setting_named() -> None:
     assert PexesoSettings(memory_budget_mb=0.5).shape.memory_budget_mb == 0.5
     with pytest.raises(UserError, match="memory budget must be a positive"):
         budget_vectors(0.0, SPEC, IndexShape())
+
+
+def test_an_index_without_columns_packs_into_no_loads() -> None:
+    """A lake with nothing textual publishes no PEXESO column: its list refresh and searches load
+    nothing (`juncture index --full` on such a lake once failed here)."""
+    empty = np.zeros(0, np.int64)
+    parts = Partitions("1", 10, empty, empty, empty, np.zeros((0, 3)), np.zeros((0, 3)), None, None)  # type: ignore[arg-type]
+    assert parts.with_capacity(5) == []

@@ -141,6 +141,8 @@ class Partitions:
         order while they fit, a partition larger than a load cut into column ranges of its own."""
         capacity = self.capacity if capacity is None else capacity
         refs, parts, sizes = self.refs[keep], self.partition_of[keep], self.sizes[keep]
+        if not len(refs):  # no column (a lake with nothing textual), or every partition skipped
+            return []
         starts = np.flatnonzero(np.diff(parts, prepend=np.int64(-2)))
         units: list[tuple[int | None, int, int]] = []  # (partition, first ref, last ref): a unit
         unit_sizes: list[int] = []

@@ -15,6 +15,9 @@ from pathlib import PurePosixPath
 import mmh3
 
 NULL_LIKES = frozenset({"", "null", "none", "nan", "n/a", "na", "-"})
+# A column's *token sample*: its first SAMPLE_TOKENS distinct tokens in byte order, kept beside its
+# tokens (silver `column_token_samples`) for the searches that look at every column a little.
+SAMPLE_TOKENS = 64
 
 _WHITESPACE = re.compile(r"\s+")
 _ZERO_FRACTION = re.compile(r"^([+-]?)(\d+)\.0+$")

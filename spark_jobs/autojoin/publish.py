@@ -2,9 +2,9 @@
 publish transaction, after the tables and columns: a kill leaves the previous lists whole, and the
 rerun of the publish makes them.
 
-Reads the lake as the batch left it (`store`): silver `column_tokens` of every column (the
-candidates are ranked again from each column's first tokens, which a batch may change for any list
-through the rare q-grams' counts) and, for the pairs to learn, the bronze cells of their tables
+Reads the lake as the batch left it (`store`): the token samples of every column (the candidates
+are ranked again from each column's first tokens, which a batch may change for any list through
+the rare q-grams' counts) and, for the pairs to learn, the bronze cells of their tables
 only (one read per bucket holding them). Auto-Join has no lake tables of its own.
 """
 
@@ -25,10 +25,10 @@ from catalog.search.autojoin.candidates import eligible, transform_candidates
 from catalog.search.autojoin.lists import refresh_transform_lists
 from catalog.search.autojoin.settings import autojoin_settings
 from catalog.search.autojoin.tables import cells_columns
+from catalog.search.autojoin.transform import sampled_tokens
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import CELLS
 from spark_jobs.lake.store import LakeStore
-from spark_jobs.profile.tokens import COLUMN_TOKENS
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -57,11 +57,11 @@ def refresh_lists(
     """Bring the lists to the lake `store` reads, the programs of pairs of tables not `touched`
     kept (`touched` None: every pair learned again, a full build); without `backlog`, the lists
     an earlier publish left pending wait (`refresh_transform_lists`)."""
-    if not store.exists(COLUMN_TOKENS):
-        return {}
     cfg = autojoin_settings(settings)
+    tokens = sampled_tokens(store, cfg.list_tokens, ["column_id", "table_id", "token"])
+    if tokens is None:
+        return {}
     n_rows = {t: n or 0 for t, n in conn.execute(select(CatalogTable.table_id, CatalogTable.n_rows)).tuples()}
-    tokens = store.read_arrow(COLUMN_TOKENS, columns=["column_id", "table_id", "token"])
     candidates = transform_candidates(eligible(tokens, n_rows, cfg.list_max_rows), cfg)
     buckets = settings.index.cells_buckets
     return refresh_transform_lists(

@@ -3,6 +3,10 @@
 Every index (JOSIE, LSH Ensemble, joinability) and the profiles start from this one table, so they
 all agree on what a column's set is (docs/contracts.md, "Tokens and sets").
 
+Beside it, in the same unit, silver `column_token_samples`: each column's first `SAMPLE_TOKENS`
+tokens in byte order, for the searches that look at every column a little (Auto-Join's candidates:
+a lake-wide read of `column_tokens` cost `search transform` gigabytes a query on the portal's seed).
+
 Normalization runs as Spark SQL for pure-ASCII values — for those NFKC is the identity and
 `casefold()` is `lower()` — and through a Python UDF (`catalog.core.identity.normalize_token`) for the
 rest; a property test checks both paths against the Python function. Python's whitespace for
@@ -18,18 +22,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+from pyspark.sql import Window
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType
 
-from catalog.core.identity import NULL_LIKES, normalize_token, table_bucket
+from catalog.core.identity import NULL_LIKES, SAMPLE_TOKENS, normalize_token, table_bucket
 from catalog.core.settings import Settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import CELLS, DATASETS
 from spark_jobs.lake.commit_point import UnitSpec, applied_batch, batch_store, begin, commit
 from spark_jobs.lake.frames import local_frame
 from spark_jobs.lake.job_main import batch_job_main
-from spark_jobs.lake.store import CommitResult
+from spark_jobs.lake.manifest import ABSENT
+from spark_jobs.lake.store import CommitResult, LakeStore
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -37,7 +43,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 COLUMN_TOKENS = "column_tokens"
-TOKENS = UnitSpec("tokens", (COLUMN_TOKENS,))
+COLUMN_TOKEN_SAMPLES = "column_token_samples"
+TOKENS = UnitSpec("tokens", (COLUMN_TOKENS, COLUMN_TOKEN_SAMPLES))
 _PY_WHITESPACE = "[\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f ]+"
 _SIMPLE = "^[A-Za-z0-9_:/,-]+\\z"  # values whose token is their lower case (Java's $ would allow a final newline)
 
@@ -141,8 +148,43 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> CommitRe
         partitions={"bucket": buckets},
         partition_by=["bucket"],
     )
+    write_samples(store, batch, buckets, whole=base.tables.get(COLUMN_TOKEN_SAMPLES, ABSENT) == ABSENT)
     commit(store, TOKENS, base, batch_id=batch.batch_id, kind="update")
     return out
+
+
+def token_samples(tokens: DataFrame) -> DataFrame:
+    """(table_id, bucket, column_id, token) of each column's first `SAMPLE_TOKENS` tokens in byte
+    order (Spark's binary string order, Arrow's too). A filter on a row number lets Spark keep the
+    first rows of each column before it shuffles (its window group limit)."""
+    first = Window.partitionBy("column_id").orderBy("token")
+    return (
+        tokens.select("table_id", "bucket", "column_id", "token")
+        .withColumn("rank", F.row_number().over(first))
+        .where(F.col("rank") <= SAMPLE_TOKENS)
+        .drop("rank")
+    )
+
+
+def write_samples(store: LakeStore, batch: ChangeBatch, buckets: list[int], *, whole: bool) -> None:
+    """Bring `column_token_samples` to the tokens just written: the batch's touched tables, or every
+    table when the samples were never committed (a lake older than them gets them with its next
+    batch; readers fall back to `column_tokens` meanwhile)."""
+    columns = ["table_id", "bucket", "column_id", "token"]
+    if whole:
+        every = store.read(COLUMN_TOKENS, columns=columns)
+        store.overwrite(COLUMN_TOKEN_SAMPLES, token_samples(every), partition_by=["bucket"])
+        return
+    where = {"bucket": buckets, "table_id": list(batch.added)}
+    added = token_samples(store.read(COLUMN_TOKENS, columns=columns, where=where)) if batch.added else None
+    store.overwrite_where(
+        COLUMN_TOKEN_SAMPLES,
+        SAMPLES_SCHEMA.empty_table() if added is None else added,
+        column="table_id",
+        values=list(batch.touched),
+        partitions={"bucket": buckets},
+        partition_by=["bucket"],
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -163,6 +205,7 @@ def _tokens_schema():
 
 
 TOKENS_SCHEMA = _tokens_schema()
+SAMPLES_SCHEMA = pa.schema([f for f in TOKENS_SCHEMA if f.name != "n"])
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -10,10 +10,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from catalog.core.identity import column_headers, normalize_token, storable_text
+import pyarrow as pa
+
+from catalog.core.identity import SAMPLE_TOKENS, column_headers, normalize_token, storable_text
 from catalog.core.settings import Settings
+from catalog.search.autojoin.transform import sampled_tokens
 from spark_jobs.crawl.land import ParsedTable, land_batch
 from spark_jobs.lake.bronze import CELLS_SCHEMA, DATASETS_SCHEMA
+from spark_jobs.lake.commit_point import UnitSpec
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile import tokens as column_tokens
 from spark_jobs.profile.profiles import sampled_top_values
@@ -215,3 +219,59 @@ def test_spark_submit_entry_point_runs_the_same_job(
     batch = land_batch(store, [a], [], n_buckets=settings.index.cells_buckets)
     assert column_tokens.main(["--batch-id", str(batch.batch_id)]) == 0
     assert actual(store) == expected([a])
+
+
+def expected_samples(tables: list[ParsedTable]) -> dict[str, list[str]]:
+    """Each column's first SAMPLE_TOKENS distinct tokens in UTF-8 byte order."""
+    per_column: dict[str, set[str]] = {}
+    for column_id, token in expected(tables):
+        per_column.setdefault(column_id, set()).add(token)
+    return {c: sorted(tokens, key=lambda t: t.encode())[:SAMPLE_TOKENS] for c, tokens in per_column.items()}
+
+
+def samples(t: pa.Table | None) -> dict[str, list[str]]:
+    assert t is not None
+    out: dict[str, list[str]] = {}
+    for c, tok in zip(t["column_id"].to_pylist(), t["token"].to_pylist(), strict=True):
+        out.setdefault(c, []).append(tok)
+    return {c: sorted(tokens, key=lambda s: s.encode()) for c, tokens in out.items()}
+
+
+def wide_table(tid: str, n: int, seed: int) -> ParsedTable:
+    """Two columns of `n` rows: hostile values (non-ASCII, case, null-likes) and a narrow one."""
+    values = random_values(n, seed)
+    return table(tid, ["v", "w"], [[v, str(i % 5)] for i, v in enumerate(values)])
+
+
+def test_token_samples_are_each_columns_first_tokens_in_byte_order(  # type: ignore[no-untyped-def]
+    spark, settings: Settings, monkeypatch
+) -> None:
+    """The samples follow every batch (added, changed, deleted tables), a lake whose tokens were
+    committed before samples existed gets them whole with its next batch, and until then
+    `sampled_tokens` reads the same sample from all of `column_tokens`."""
+    store = LakeStore(settings.lake, spark)
+    a, b = wide_table("file:a.csv", 300, 1), wide_table("file:b.csv", 90, 2)
+    monkeypatch.setattr(column_tokens, "TOKENS", UnitSpec("tokens", (column_tokens.COLUMN_TOKENS,)))
+    monkeypatch.setattr(column_tokens, "write_samples", lambda *args, **kwargs: None)
+    column_tokens.run(spark, settings, land_batch(store, [a, b], [], n_buckets=settings.index.cells_buckets))
+    monkeypatch.undo()
+    assert not LakeStore(settings.lake).exists(column_tokens.COLUMN_TOKEN_SAMPLES)
+    assert samples(sampled_tokens(LakeStore(settings.lake), SAMPLE_TOKENS, ["column_id", "token"])) == (
+        expected_samples([a, b])
+    )
+
+    c = wide_table("file:c.csv", 200, 3)
+    column_tokens.run(spark, settings, land_batch(store, [c], [], n_buckets=settings.index.cells_buckets))
+    reader = LakeStore(settings.lake)
+    want = expected_samples([a, b, c])
+    assert samples(reader.read_arrow(column_tokens.COLUMN_TOKEN_SAMPLES)) == want
+    assert max(len(v) for v in want.values()) == SAMPLE_TOKENS and min(len(v) for v in want.values()) < SAMPLE_TOKENS
+
+    a2 = wide_table("file:a.csv", 120, 4)
+    batch = land_batch(store, [a2], ["file:b.csv"], n_buckets=settings.index.cells_buckets)
+    column_tokens.run(spark, settings, batch)
+    reader = LakeStore(settings.lake)
+    assert samples(reader.read_arrow(column_tokens.COLUMN_TOKEN_SAMPLES)) == expected_samples([a2, c])
+    assert samples(sampled_tokens(reader, 10, ["column_id", "token"])) == {
+        k: v[:10] for k, v in expected_samples([a2, c]).items()
+    }

@@ -116,20 +116,9 @@ def _exact_share(a: set[str], b: set[str]) -> float:
 
 def _shared_rare_grams(values: list[str], column_of: np.ndarray, n_columns: int, max_df: int) -> np.ndarray:
     """(a, b, q-grams shared) rows, a < b, over the q-grams held by 2..`max_df` columns."""
-    if n_columns >= 1 << _COLUMN_BITS:
-        raise ValueError(f"at most {(1 << _COLUMN_BITS) - 1} columns, got {n_columns}")
-    # one uint64 per (q-gram, column): the q-gram's hash in the high bits, the column in the low
-    # ones (a collision of two 40-bit hashes only adds a shared q-gram to a candidate's score)
-    keep = np.uint64((1 << 64) - (1 << _COLUMN_BITS))
-    parts = []
-    for start in range(0, len(values), _GRAM_CHUNK):
-        grams = column_grams(values[start : start + _GRAM_CHUNK], q_min=4, q_max=6)
-        parts.append(_sorted_unique((grams.hashes & keep) | column_of[start + grams.value].astype(np.uint64)))
-    code = _sorted_unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
-    if not len(code):
+    gram, column = gram_columns(values, column_of, n_columns)
+    if not len(gram):
         return np.zeros((0, 3), np.int64)
-    gram = code >> np.uint64(_COLUMN_BITS)
-    column = (code & np.uint64((1 << _COLUMN_BITS) - 1)).astype(np.int64)
     starts = np.flatnonzero(np.concatenate(([True], gram[1:] != gram[:-1])))
     runs = np.diff(np.append(starts, len(gram)))
     codes = [np.zeros(0, np.int64)]
@@ -146,6 +135,29 @@ def _shared_rare_grams(values: list[str], column_of: np.ndarray, n_columns: int,
     count = np.diff(np.append(first, len(pairs)))
     pairs = pairs[first]
     return np.stack([pairs // n_columns, pairs % n_columns, count], axis=1)
+
+
+def gram_columns(values: list[str], column_of: np.ndarray, n_columns: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (q-gram, column) pairs of the tokens `values` (token i of column
+    `column_of[i]`), q = 4..6 and token sets, sorted by q-gram then column; a q-gram is named by
+    `gram_key` of its hash. Cut `_GRAM_CHUNK` tokens at a time: `column_grams` holds a row of the
+    longest token's width per token."""
+    if n_columns >= 1 << _COLUMN_BITS:
+        raise ValueError(f"at most {(1 << _COLUMN_BITS) - 1} columns, got {n_columns}")
+    # one uint64 per (q-gram, column): the q-gram's hash in the high bits, the column in the low
+    # ones (a collision of two 40-bit hashes only adds a shared q-gram to a candidate's score)
+    keep = np.uint64((1 << 64) - (1 << _COLUMN_BITS))
+    parts = []
+    for start in range(0, len(values), _GRAM_CHUNK):
+        grams = column_grams(values[start : start + _GRAM_CHUNK], q_min=4, q_max=6)
+        parts.append(_sorted_unique((grams.hashes & keep) | column_of[start + grams.value].astype(np.uint64)))
+    code = _sorted_unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
+    return gram_key(code), (code & np.uint64((1 << _COLUMN_BITS) - 1)).astype(np.int64)
+
+
+def gram_key(hashes: np.ndarray) -> np.ndarray:
+    """A q-gram's hash as `gram_columns` names it (its high 40 bits)."""
+    return hashes >> np.uint64(_COLUMN_BITS)
 
 
 def _sorted_unique(codes: np.ndarray) -> np.ndarray:

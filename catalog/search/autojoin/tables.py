@@ -57,8 +57,10 @@ def lake_table(table_id: str, settings: Settings) -> Table:
     if n_rows * len(headers) > MAX_LAKE_CELLS:
         raise UserError(f"{table_id}: {n_rows} rows x {len(headers)} columns is more than autojoin reads")
     bucket = table_bucket(table_id, settings.index.cells_buckets)
-    cells = store.read_arrow(CELLS, columns=["table_id", "row", "col", "value"], where={"bucket": [bucket]})
-    cells = cells.filter(pc.equal(cells["table_id"], table_id))
+    # the table's bucket, and in it only the files whose table_id range holds it (bronze keeps a
+    # bucket's files in table_id order): a whole bucket of the portal's seed is 6 M cells
+    where: dict[str, list[object]] = {"bucket": [bucket], "table_id": [table_id]}
+    cells = store.read_arrow(CELLS, columns=["row", "col", "value"], where=where)
     columns = cells_columns(cells, range(1, len(headers) + 1))
     return Table(tuple(headers), tuple(columns[p] for p in range(1, len(headers) + 1)))
 

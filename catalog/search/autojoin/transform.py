@@ -1,14 +1,15 @@
 """`juncture search transform --csv FILE`: lake tables a query table joins with after a
 transformation, ranked by coverage, each with its program.
 
-Candidates come from q-gram overlap, not exact overlap (these pairs have little of it): the lake's
-silver `column_tokens` (each column's distinct normalized tokens), at most `tokens_per_column` of
-each column, are cut into q-grams (q = 4..6); a query column's distinct values (at most
-`query_values`) likewise; a lake column scores the number of distinct q-grams it shares with a
-query column among those held by at most `max_df` lake columns (common q-grams say nothing). The
-`max_candidates` best tables (by their best column pair) are read from bronze and `autojoin`ed with
-the query; tables with a program are answered, best coverage first. The work is bounded by those
-four settings whatever the lake's size, except the one read of `column_tokens`.
+Candidates come from q-gram overlap, not exact overlap (these pairs have little of it): each lake
+column's first `tokens_per_column` distinct normalized tokens in byte order (silver
+`column_token_samples`, kept by the tokens stage) are cut into q-grams (q = 4..6); a query
+column's distinct values (at most `query_values`) likewise; a lake column scores the number of
+distinct q-grams it shares with a query column among those held by at most `max_df` lake columns
+(common q-grams say nothing). The `max_candidates` best tables (by their best column pair) are read
+from bronze and `autojoin`ed with the query; tables with a program are answered, best coverage
+first. The work is bounded by those four settings whatever the lake's size, except the one read of
+the samples (64 tokens a column).
 
 A column whose values are all numbers is never the key a program must produce (on either side),
 and the lake's such columns do not choose the candidates, as in the precomputed lists
@@ -28,16 +29,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog.search.autojoin.candidates import first_tokens, textual_columns
+from catalog.core.identity import SAMPLE_TOKENS
+from catalog.search.autojoin.candidates import first_tokens, gram_columns, gram_key, textual_columns
 from catalog.search.autojoin.join import Table, autojoin
 from catalog.search.autojoin.qgrams import GramMemo, column_grams
 from catalog.search.autojoin.settings import AutojoinSettings
 
 if TYPE_CHECKING:
     from catalog.core.settings import Settings
+    from spark_jobs.lake.store import LakeStore
 
 
-COLUMN_TOKENS = "column_tokens"  # spark_jobs.profile.tokens.COLUMN_TOKENS (importing it loads Spark)
+# spark_jobs.profile.tokens' names (importing it loads Spark)
+COLUMN_TOKENS = "column_tokens"
+COLUMN_TOKEN_SAMPLES = "column_token_samples"
 
 
 @dataclass(frozen=True)
@@ -76,16 +81,15 @@ def search_transform(
 
 def candidate_tables(query: Table, settings: Settings, lim: TransformLimits) -> list[str]:
     """The tables whose columns share the most rare q-grams with a query column, best first."""
-    tokens = _lake_tokens(settings, lim.tokens_per_column)
+    from spark_jobs.lake.store import LakeStore  # deferred: the lake loads only to search it
+
+    tokens = sampled_tokens(LakeStore(settings.lake), lim.tokens_per_column, ["column_id", "token"])
     tokens = None if tokens is None else textual_columns(tokens)
     if tokens is None or tokens.num_rows == 0:
         return []
     column_ids, column_of = np.unique(tokens["column_id"].to_numpy(zero_copy_only=False), return_inverse=True)
-    lake = column_grams(tokens["token"].to_pylist(), q_min=4, q_max=6)
-    lake_column = column_of[lake.value]
-    # distinct (q-gram, lake column) and how many lake columns hold each q-gram
-    pair = np.unique(np.stack([lake.hashes, lake_column.astype(np.uint64)], axis=1), axis=0)
-    hashes, columns = pair[:, 0], pair[:, 1].astype(np.int64)
+    hashes, columns = gram_columns(tokens["token"].to_pylist(), column_of, len(column_ids))
+    # keep the q-grams held by at most max_df lake columns
     starts = np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1])))
     runs = np.diff(np.append(starts, len(hashes)))
     rare = np.repeat(runs, runs) <= lim.max_df
@@ -95,7 +99,7 @@ def candidate_tables(query: Table, settings: Settings, lim: TransformLimits) -> 
         values = pc.unique(column.drop_null()).slice(0, lim.query_values).to_pylist()
         if not values:
             continue
-        grams = np.unique(column_grams(values, q_min=4, q_max=6).hashes)
+        grams = np.unique(gram_key(column_grams(values, q_min=4, q_max=6).hashes))
         lo, hi = np.searchsorted(hashes, grams, "left"), np.searchsorted(hashes, grams, "right")
         reps = hi - lo
         hit = columns[np.repeat(lo, reps) + np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)]
@@ -111,12 +115,11 @@ def candidate_tables(query: Table, settings: Settings, lim: TransformLimits) -> 
     return out
 
 
-def _lake_tokens(settings: Settings, per_column: int) -> pa.Table | None:
-    """`column_tokens` (column_id, token), the first `per_column` tokens of each column in sort
-    order (a bounded, deterministic sample)."""
-    from spark_jobs.lake.store import LakeStore  # deferred: the lake loads only to search it
-
-    store = LakeStore(settings.lake)
-    if not store.exists(COLUMN_TOKENS):
+def sampled_tokens(store: LakeStore, per_column: int, columns: list[str]) -> pa.Table | None:
+    """`columns` of the first `per_column` tokens of each lake column in byte order (a bounded,
+    deterministic sample): read from the token samples when they hold that many, else (a larger
+    setting, or a lake whose tokens stage has not written samples yet) from all of `column_tokens`."""
+    name = COLUMN_TOKEN_SAMPLES if per_column <= SAMPLE_TOKENS and store.exists(COLUMN_TOKEN_SAMPLES) else COLUMN_TOKENS
+    if not store.exists(name):
         return None
-    return first_tokens(store.read_arrow(COLUMN_TOKENS, columns=["column_id", "token"]), per_column)
+    return first_tokens(store.read_arrow(name, columns=columns), per_column)

@@ -25,10 +25,10 @@ import pyarrow.compute as pc
 from scipy import sparse
 
 from catalog.core.canonical_text import canonical_text
+from catalog.core.hashing import splitmix64
 
 _BEGIN, _END = "\x02", "\x03"
 _CHUNK = 1 << 16  # values embedded per numpy pass: bounds the (values × dimension) block in memory
-_MIX = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))  # splitmix64's finalizer
 
 
 class Embedder(Protocol):
@@ -109,21 +109,13 @@ class CharNgramEmbedder:
             for i in range(1, size):
                 key = key | (b[at + i] << np.uint64(8 * i))
             if size == 3:  # the original trigram hash, kept bit for bit
-                h = _mix(key ^ np.uint64(self.seed & 0xFFFFFFFF) << np.uint64(24))
+                h = splitmix64(key ^ np.uint64(self.seed & 0xFFFFFFFF) << np.uint64(24))
             else:  # the length in the top byte keeps "ab" and "ab\0\0" apart; the seed mixes in after
-                h = _mix(_mix(key ^ (np.uint64(size) << np.uint64(56))) ^ np.uint64(self.seed & 0xFFFFFFFF))
+                h = splitmix64(splitmix64(key ^ (np.uint64(size) << np.uint64(56))) ^ np.uint64(self.seed & 0xFFFFFFFF))
             bucket = (h >> np.uint64(33)).astype(np.int64) % self.dimension
             sign = np.where(h & np.uint64(1), 1.0, -1.0)
             counts += np.bincount(owner * self.dimension + bucket, weights=sign, minlength=n * self.dimension)
         return unit_rows(counts.reshape(n, self.dimension))
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    x = x ^ (x >> np.uint64(30))
-    x = x * _MIX[0]
-    x = x ^ (x >> np.uint64(27))
-    x = x * _MIX[1]
-    return x ^ (x >> np.uint64(31))
 
 
 def normalise_values(values: pa.Array) -> pa.Array:

@@ -67,3 +67,15 @@ def test_shared_rare_grams_count_each_pair_over_the_rare_grams(tokens: list[tupl
 def test_too_many_columns_for_a_code_are_refused() -> None:
     with pytest.raises(ValueError, match="at most"):
         gram_columns(["abcd"], np.zeros(1, np.int64), 1 << 24)
+
+
+def test_gram_keys_keep_apart_q_grams_differing_in_one_character() -> None:
+    """The polynomial hash holds a q-gram's first character in its low bits only: keys cut from
+    the hash's high bits merged `1007` with `0007` (and `search transform` offered codes for
+    references). Every one-character variant of a few q-grams keeps its own key."""
+    alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+    grams = sorted(
+        {base[:i] + c + base[i + 1 :] for base in ("1007", "q0007x", "smith") for i in range(4) for c in alphabet}
+    )
+    hashes = np.unique(column_grams(grams, q_min=4, q_max=6).hashes)
+    assert len(np.unique(gram_key(hashes))) == len(hashes) > 3 * 4 * 35

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from catalog.core.hashing import splitmix64
 from catalog.search.autojoin.qgrams import column_grams
 from catalog.search.autojoin.settings import AutojoinSettings
 
@@ -144,20 +145,23 @@ def gram_columns(values: list[str], column_of: np.ndarray, n_columns: int) -> tu
     longest token's width per token."""
     if n_columns >= 1 << _COLUMN_BITS:
         raise ValueError(f"at most {(1 << _COLUMN_BITS) - 1} columns, got {n_columns}")
-    # one uint64 per (q-gram, column): the q-gram's hash in the high bits, the column in the low
-    # ones (a collision of two 40-bit hashes only adds a shared q-gram to a candidate's score)
-    keep = np.uint64((1 << 64) - (1 << _COLUMN_BITS))
+    # one uint64 per (q-gram, column): the q-gram's 40-bit key in the high bits, the column in the
+    # low ones (a collision of two keys only adds a shared q-gram to a candidate's score)
     parts = []
     for start in range(0, len(values), _GRAM_CHUNK):
         grams = column_grams(values[start : start + _GRAM_CHUNK], q_min=4, q_max=6)
-        parts.append(_sorted_unique((grams.hashes & keep) | column_of[start + grams.value].astype(np.uint64)))
+        key = gram_key(grams.hashes) << np.uint64(_COLUMN_BITS)
+        parts.append(_sorted_unique(key | column_of[start + grams.value].astype(np.uint64)))
     code = _sorted_unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
-    return gram_key(code), (code & np.uint64((1 << _COLUMN_BITS) - 1)).astype(np.int64)
+    return code >> np.uint64(_COLUMN_BITS), (code & np.uint64((1 << _COLUMN_BITS) - 1)).astype(np.int64)
 
 
 def gram_key(hashes: np.ndarray) -> np.ndarray:
-    """A q-gram's hash as `gram_columns` names it (its high 40 bits)."""
-    return hashes >> np.uint64(_COLUMN_BITS)
+    """A q-gram's hash as `gram_columns` names it: 40 bits of its mix. Not the hash's own high bits:
+    `column_grams`' polynomial hash puts a q-gram's first character in its low bits only, so those
+    would merge every q-gram differing in its first character (`r1007` and `q0007`'s `1007` and
+    `0007`: `search transform` then offered codes for references)."""
+    return splitmix64(hashes) >> np.uint64(_COLUMN_BITS)
 
 
 def _sorted_unique(codes: np.ndarray) -> np.ndarray:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from catalog.core.hashing import splitmix64
 from catalog.core.minhash import MinHashSpec
 from catalog.search.lshensemble.partitions import partition_of, raised
 from catalog.search.lshensemble.tuning import BandTable, band_table
@@ -41,14 +42,11 @@ TUNING_MAX_THRESHOLD = 0.95
 # Least probability that LSH finds a worst-case answer in a partition it probes (else: exact path).
 MIN_PROBABILITY = 0.99
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 # A partition's keys are its rows' band keys plus p times this odd constant, so one array
 # per band length r serves every partition (equal keys: same partition and same band, or a 2^-64
 # coincidence that only adds a candidate).
 _PARTITION_SALT = np.uint64(0xD6E8FEB86659FD93)
-_SHIFTS = (np.uint64(30), np.uint64(27), np.uint64(31))
 _LOG_MISS = float(np.log1p(-MIN_PROBABILITY))  # numpy's log1p, as per query (math's differs by an ulp)
 _MAX_BANDS = 1 << 30
 # Candidates are made distinct with a mask over all rows once there are more than 1/_MASK_RATIO of
@@ -56,13 +54,6 @@ _MAX_BANDS = 1 << 30
 _MASK_RATIO = 64
 # Keys per run of equal top bits in a level, on average (see `_Level`).
 _KEYS_PER_RUN = 4
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer (numpy's uint64 arithmetic wraps, as the finalizer expects)."""
-    x = (x ^ (x >> _SHIFTS[0])) * _M1
-    x = (x ^ (x >> _SHIFTS[1])) * _M2
-    return x ^ (x >> _SHIFTS[2])
 
 
 @functools.lru_cache(maxsize=64)
@@ -77,7 +68,7 @@ def _band_seeds(n_bands: int) -> np.ndarray:
 def _coefficients(r: int) -> np.ndarray:
     """r odd 64-bit multipliers, one per position in a band (splitmix64 outputs with the low bit set)."""
     with np.errstate(over="ignore"):
-        out = _mix((np.arange(r, dtype=np.uint64) + np.uint64(1)) * _PARTITION_SALT) | np.uint64(1)
+        out = splitmix64((np.arange(r, dtype=np.uint64) + np.uint64(1)) * _PARTITION_SALT) | np.uint64(1)
     out.flags.writeable = False
     return out
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql import Window
@@ -175,7 +175,7 @@ def write_samples(store: LakeStore, batch: ChangeBatch, buckets: list[int], *, w
         every = store.read(COLUMN_TOKENS, columns=columns)
         store.overwrite(COLUMN_TOKEN_SAMPLES, token_samples(every), partition_by=["bucket"])
         return
-    where = {"bucket": buckets, "table_id": list(batch.added)}
+    where: dict[str, list[Any]] = {"bucket": buckets, "table_id": list(batch.added)}
     added = token_samples(store.read(COLUMN_TOKENS, columns=columns, where=where)) if batch.added else None
     store.overwrite_where(
         COLUMN_TOKEN_SAMPLES,

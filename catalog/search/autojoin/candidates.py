@@ -78,10 +78,11 @@ def textual_columns(sample: pa.Table) -> pa.Table:
     return sample.filter(pc.is_in(ids, value_set=textual_ids))
 
 
-def transform_candidates(tokens: pa.Table, cfg: AutojoinSettings) -> dict[str, Listed]:
-    """Every textual column of `tokens` (column_id, table_id, token) with its candidates, best first
+def transform_candidates(sample: pa.Table, cfg: AutojoinSettings) -> dict[str, Listed]:
+    """Every textual column of `sample` (column_id, table_id, token: each column's first
+    `list_tokens` tokens, as `transform.sampled_tokens` reads them) with its candidates, best first
     (an empty list when none qualifies)."""
-    sample = textual_columns(first_tokens(tokens, cfg.list_tokens))
+    sample = textual_columns(sample)
     if sample.num_rows == 0:
         return {}
     column_ids, column_of = np.unique(sample["column_id"].to_numpy(zero_copy_only=False), return_inverse=True)

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog.core.hashing import splitmix64
-from catalog.search.autojoin.qgrams import column_grams
+from catalog.search.autojoin.qgrams import column_grams, equal_runs
 from catalog.search.autojoin.settings import AutojoinSettings
 
 NUMBER = r"^[-+]?[0-9]+([.,][0-9]+)*([eE][-+]?[0-9]+)?%?$"  # a token that is a number as written
@@ -121,8 +121,7 @@ def _shared_rare_grams(values: list[str], column_of: np.ndarray, n_columns: int,
     gram, column = gram_columns(values, column_of, n_columns)
     if not len(gram):
         return np.zeros((0, 3), np.int64)
-    starts = np.flatnonzero(np.concatenate(([True], gram[1:] != gram[:-1])))
-    runs = np.diff(np.append(starts, len(gram)))
+    starts, runs = equal_runs(gram)
     codes = [np.zeros(0, np.int64)]
     for d in range(2, max_df + 1):
         at = starts[runs == d]

@@ -111,9 +111,14 @@ def column_grams(values: Sequence[str], *, q_min: int = 3, q_max: int = 12, max_
     keep = np.ones(len(hashes), bool)
     keep[1:] = (hashes[1:] != hashes[:-1]) | (value[1:] != value[:-1])
     hashes, value = hashes[keep], value[keep]
-    group_starts = np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1])))
-    runs = np.diff(np.append(group_starts, len(hashes)))
+    _, runs = equal_runs(hashes)
     return ColumnGrams(hashes, value, np.repeat(runs, runs).astype(np.int64))
+
+
+def equal_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, length) of each run of equal values of the sorted array `keys`."""
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else np.zeros(0, np.int64)
+    return starts, np.diff(np.append(starts, len(keys)))
 
 
 class GramMemo:

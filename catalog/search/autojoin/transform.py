@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from catalog.core.identity import SAMPLE_TOKENS
 from catalog.search.autojoin.candidates import first_tokens, gram_columns, gram_key, textual_columns
 from catalog.search.autojoin.join import Table, autojoin
-from catalog.search.autojoin.qgrams import GramMemo, column_grams
+from catalog.search.autojoin.qgrams import GramMemo, column_grams, equal_runs
 from catalog.search.autojoin.settings import AutojoinSettings
 
 if TYPE_CHECKING:
@@ -90,8 +90,7 @@ def candidate_tables(query: Table, settings: Settings, lim: TransformLimits) -> 
     column_ids, column_of = np.unique(tokens["column_id"].to_numpy(zero_copy_only=False), return_inverse=True)
     hashes, columns = gram_columns(tokens["token"].to_pylist(), column_of, len(column_ids))
     # keep the q-grams held by at most max_df lake columns
-    starts = np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1])))
-    runs = np.diff(np.append(starts, len(hashes)))
+    _, runs = equal_runs(hashes)
     rare = np.repeat(runs, runs) <= lim.max_df
     hashes, columns = hashes[rare], columns[rare]
     best = np.zeros(len(column_ids), np.int64)

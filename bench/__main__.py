@@ -17,6 +17,7 @@ BENCHMARKS = (
     "lshe_bench",
     "mate_bench",
     "autojoin_bench",
+    "pexeso_lists_bench",
 )
 
 

@@ -10,9 +10,10 @@ n_matched, then table and column id, the column itself left out. The exact-list 
 when a list is read, so it follows the exact lists as batches change them; `LIST_K` is twice a
 page, so a page survives the filter unless the exact list names most of the semantic one.
 
-**How.** One range join of the batch's columns' vectors against every vector of the lake, in blocked
-matrix products: a pair (a, x) within 2τ counts a's value for a's list and x's value for x's list, so
-the one join gives both directions.
+**How.** One range join of the batch's columns' vectors against every vector of the lake
+(`range_join`: exact, with the pairs brute force would find, but it computes the distances of only the
+pairs that share a prefix key and survive a projection bound): a pair (a, x) within 2τ counts a's value
+for a's list and x's value for x's list, so the one join gives both directions.
 
 **Refresh**, in the PEXESO publisher's transaction after the index, exact and local as MATE's lists:
 * lists of the touched tables' columns go; a list naming a touched table is computed again in full
@@ -25,16 +26,19 @@ the one join gives both directions.
 one block's computed vectors against one block at a time, and skips a pair of blocks whose boxes
 are more than 2τ apart on some pivot. A lake within half the budget is one block, read once.
 
-**Work bound.** The join costs (values of the columns it computes) × (vectors in the lake) distances;
-a full build, the lake's vectors squared. When a refresh would exceed `MAX_LIST_WORK`, no list is
-kept (a list left behind would be wrong after the batch) and the state says why; the lookup says so
-and points to `search semantic`, which answers any column at any threshold. The next refresh
-within the bound (a smaller batch cannot repair them: a full one is needed; the weekly rebuild
-does one) brings them back.
+**Work bound.** Before any distance, every block is keyed and the join priced in brute-force
+distances (`RangeJoin.cost`: about ten a keyed pair). When a refresh would exceed `MAX_LIST_WORK`, no
+list is kept (a list left behind would be wrong after the batch) and the state says why; the lookup
+says so and points to `search semantic`, which answers any column at any threshold. The next refresh
+within the bound (a smaller batch cannot repair them: a full one is needed; the weekly rebuild does
+one) brings them back. Hashed n-grams are sparse, so the keys leave about a hundredth of brute
+force's work; a model's dense vectors leave all of it, and a large lake embedded by a model may be
+over the bound.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -50,19 +54,19 @@ from catalog.db.models.base import text_key
 from catalog.search.family import published_facts
 from catalog.search.pexeso.family import DEFAULT_T, DEFAULT_TAU
 from catalog.search.pexeso.models import PexesoList, PexesoMeta
-from catalog.search.pexeso.search import close_pairs, need_count
+from catalog.search.pexeso.range_join import PrefixKeys, RangeJoin
+from catalog.search.pexeso.search import need_count
 from catalog.search.pexeso.vector_blocks import LakeBlocks
 
 log = logging.getLogger(__name__)
 
 LIST_TAU, LIST_T = DEFAULT_TAU, DEFAULT_T  # the thresholds of every list: `search semantic`'s defaults
 LIST_K = 20  # columns stored per list (a page is 10; the exact-list filter runs when read)
-# Distances a refresh may compute ((values of the columns it computes) × (vectors in the lake)):
-# about a minute of matrix products on two cores. A lake of 80,000 embedded values builds its lists
-# within it; a batch of 1% of a lake of a million values refreshes within it.
+# Work a refresh may do, in brute-force distances (`RangeJoin.cost`): about a minute of numpy on two
+# cores. Brute force would reach it at 80,000 embedded values; the range join's keys take the lists
+# of the 500,000 values of the 2,300-table seed well within it.
 MAX_LIST_WORK = 6_000_000_000
 LISTS_FACT = "lists"  # pexeso_meta key: {"tau", "T", "k", "state": "current" | "over_bound", ...}
-_A_BLOCK = 2_048  # the batch's vectors joined with the lake per pass
 _CHUNK = 500
 
 
@@ -90,30 +94,28 @@ def refresh_semantic_lists(
 ) -> dict[str, int]:
     """Bring `pexeso_lists` to the index just published (`load` gives it; `sizes` are its columns'
     vector counts by column_id): every list (`added` None, or when the lists are not current), or a
-    batch's share. The work bound is checked from `sizes` before the index is loaded: on a lake
-    over it, loading and mapping every vector would be the refresh's whole cost, for nothing."""
+    batch's share. The work bound is checked once the lake is keyed, before any distance."""
     if added is None or not lists_current(conn):
         conn.execute(delete(PexesoList))
         kept: set[str] = set()
     else:
         kept = _drop_stale(conn, sorted(touched)) & set(sizes)
-    n_vectors = sum(sizes.values())
-    work = (n_vectors - sum(sizes[c] for c in kept)) * n_vectors
-    if work > MAX_LIST_WORK:
-        conn.execute(delete(PexesoList))
-        _write_state(conn, "over_bound", work=work)
-        log.warning("semantic lists over the work bound", extra={"work": work, "bound": MAX_LIST_WORK})
-        return {"pexeso_lists_computed": 0, "pexeso_lists_merged": 0, "pexeso_lists_over_bound": 1}
     index = load()
     position = {c.column_id: i for i, c in enumerate(index.columns)}
-    listed = {position[c] for c in kept}
+    listed = {position[c] for c in kept if c in position}
     compute = np.array(sorted(set(range(len(index.columns))) - listed), np.int64)
     new = {i for i, c in enumerate(index.columns) if c.table_id in set(added or ())} - listed
-    forward, reverse = _match_counts(index, compute, listed, new)
+    plan = _plan(index, compute)
+    if plan.work > MAX_LIST_WORK:
+        conn.execute(delete(PexesoList))
+        _write_state(conn, "over_bound", work=plan.work)
+        log.warning("semantic lists over the work bound", extra={"work": plan.work, "bound": MAX_LIST_WORK})
+        return {"pexeso_lists_computed": 0, "pexeso_lists_merged": 0, "pexeso_lists_over_bound": 1}
+    forward, reverse = _match_counts(index, plan, listed, new)
     column_sizes = index.sizes
     _write_lists(conn, index, column_sizes, compute.tolist(), forward)
     merged = _merge_lists(conn, index, column_sizes, reverse) if len(reverse) else 0
-    _write_state(conn, "current", work=work)
+    _write_state(conn, "current", work=plan.work)
     return {"pexeso_lists_computed": len(compute), "pexeso_lists_merged": merged, "pexeso_lists_over_bound": 0}
 
 
@@ -157,40 +159,68 @@ def _drop_stale(conn: Connection, touched: Sequence[str]) -> set[str]:
     return set(conn.execute(select(PexesoList.column_id).where(PexesoList.rank == 0)).scalars())
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """The refresh's range join, keyed before any distance is computed: its work decides whether
+    the lists are computed at all."""
+
+    join: RangeJoin
+    read: Callable[[int], np.ndarray]  # a block's vectors (the last two read are kept)
+    rows: list[np.ndarray]  # per block: the rows of the columns whose lists are computed
+    a_keys: list[PrefixKeys]  # per block: those rows' keys
+    x_keys: list[PrefixKeys]  # per block: every row's keys
+    pairs: list[tuple[int, int]]  # the blocks joined: (a side, x side), boxes within reach
+    work: int  # brute-force distances the join costs, about
+
+
+def _plan(index: LakeBlocks, compute: np.ndarray) -> _Plan:
+    """Key every block (each read once; the order and directions from the first block read) and
+    price the join of the `compute` columns' vectors with the lake."""
+    n = max(1, len(index.columns))
+    is_compute = np.zeros(n, bool)
+    is_compute[compute] = True
+    radius = 2.0 * LIST_TAU
+    read = functools.lru_cache(maxsize=2)(index.read)
+    owners = [index.owners(b) for b in range(len(index.block_columns))]
+    rows = [np.flatnonzero(is_compute[owner]) for owner in owners]
+    sample = next((read(b) for b, owner in enumerate(owners) if len(owner)), np.zeros((0, 1), np.float32))
+    join = RangeJoin.fit(sample, radius)
+    a_keys, x_keys = [], []
+    for b in range(len(owners)):
+        vectors = read(b) if len(owners[b]) else sample[:0]
+        x_keys.append(join.keys(vectors))
+        a_keys.append(x_keys[-1].subset(rows[b]))
+    pairs = [
+        (i, j) for i in range(len(owners)) for j in range(len(owners)) if len(rows[i]) and not index.apart(i, j, radius)
+    ]
+    work = sum(join.cost(a_keys[i], x_keys[j]) for i, j in pairs)
+    return _Plan(join, read, rows, a_keys, x_keys, pairs, work)
+
+
 def _match_counts(
-    index: LakeBlocks, compute: np.ndarray, listed: Collection[int], new: Collection[int]
+    index: LakeBlocks, plan: _Plan, listed: Collection[int], new: Collection[int]
 ) -> tuple[np.ndarray, np.ndarray]:
     """(column, other column, values of column matched in other column) rows, from every pair
-    (a, x) of a vector a of a `compute` column and any lake vector x within 2τ: `forward` counts
+    (a, x) of a vector a of a computed column and any lake vector x within 2τ: `forward` counts
     a's values (every list computed), `reverse` x's values where x is of a `listed` column and a
-    of a `new` one (what a kept list can gain). The lake is joined a pair of blocks at a time
-    (each block read once as the a side, again as the x side of each other block within reach)."""
+    of a `new` one (what a kept list can gain). The lake is joined a pair of blocks at a time, by
+    the plan's range join."""
     n = max(1, len(index.columns))
-    is_compute, is_listed, is_new = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
-    is_compute[compute] = True
+    is_listed, is_new = np.zeros(n, bool), np.zeros(n, bool)
     is_listed[list(listed)] = True
     is_new[list(new)] = True
-    radius = 2.0 * LIST_TAU
     offsets = index.offsets()
     owners = [index.owners(b) for b in range(len(index.block_columns))]
     forward: list[np.ndarray] = []
     reverse: list[np.ndarray] = []
-    for i, a_owner in enumerate(owners):
-        rows = np.flatnonzero(is_compute[a_owner])
-        if not len(rows):
-            continue
-        a_vectors = index.read(i)
-        for j, x_owner in enumerate(owners):
-            if index.apart(i, j, radius):
-                continue
-            x_vectors = a_vectors if j == i else index.read(j)
-            for start in range(0, len(rows), _A_BLOCK):
-                block = rows[start : start + _A_BLOCK]
-                for ia, ix in close_pairs(a_vectors[block], x_vectors, radius):
-                    a = block[ia]
-                    forward.append(np.unique((offsets[i] + a) * n + x_owner[ix]))
-                    keep = is_listed[x_owner[ix]] & is_new[a_owner[a]]
-                    reverse.append(np.unique((offsets[j] + ix[keep]) * n + a_owner[a[keep]]))
+    for i, j in plan.pairs:
+        rows = plan.rows[i]
+        a_vectors = plan.read(i)[rows]
+        for ia, ix in plan.join.pairs(a_vectors, plan.a_keys[i], plan.read(j), plan.x_keys[j]):
+            a = rows[ia]
+            forward.append(np.unique((offsets[i] + a) * n + owners[j][ix]))
+            keep = is_listed[owners[j][ix]] & is_new[owners[i][a]]
+            reverse.append(np.unique((offsets[j] + ix[keep]) * n + owners[i][a[keep]]))
     column_of = np.concatenate(owners) if owners else np.zeros(0, np.int64)
     return _per_column_pair(forward, column_of, n), _per_column_pair(reverse, column_of, n)
 
@@ -371,8 +401,9 @@ def _explain_missing(conn: Connection, column_id: str, state: dict[str, Any]) ->
     lists are over the work bound)."""
     if state.get("state") == "over_bound":
         raise UserError(
-            f"semantic lists are not precomputed: joining the last batch with the lake would compute "
-            f"{state['work']:,} distances (bound {state['bound']:,}); `juncture search semantic` answers any column"
+            f"semantic lists are not precomputed: joining the last batch with the lake would cost "
+            f"{state['work']:,} distances' work (bound {state['bound']:,}); "
+            "`juncture search semantic` answers any column"
         )
     if (
         conn.execute(select(CatalogColumn.column_key).where(CatalogColumn.column_key == text_key(column_id))).first()

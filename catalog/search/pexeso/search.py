@@ -48,6 +48,7 @@ _EPS = 1e-7  # pivot-space safety margin (float64 rounding of a distance on unit
 _BRUTE_MARGIN = 1e-3  # float32 matrix-product squared distances are off by < 1e-4 on unit vectors
 _QUERY_CHUNK = 256  # distinct query vectors verified between two Lemma-7 prunings
 _BRUTE_CELLS = 1 << 23  # query × lake distances computed in one numpy pass by brute force
+_PAIRS_VERIFIED = 1 << 18  # candidate pairs verified in one numpy pass
 N_EXAMPLES = 3
 # Lake vectors a pivot keeps this much beyond τ from a matched query value cannot be its example: a
 # float32 squared distance is off by < 1e-4, and (τ + 0.01)² − τ² >= 1e-4 at every τ.
@@ -228,6 +229,23 @@ def close_pairs(
         keep = sure
         keep[near] = distance_rows(a32[ia[near]], x[ib[near]]) <= radius
         yield ia[keep], ib[keep] + start
+
+
+def close_pairs_of(a: np.ndarray, b: np.ndarray, ia: np.ndarray, ib: np.ndarray, radius: float) -> np.ndarray:
+    """Whether each pair (a[ia[i]], b[ib[i]]) is within `radius`, decided as brute force decides (a
+    float32 squared distance clear of r² by a wide margin, else `distance_rows`), a chunk of pairs at
+    a time: the verification of a filter's candidate pairs."""
+    out = np.zeros(len(ia), bool)
+    r2 = radius * radius
+    for start in range(0, len(ia), _PAIRS_VERIFIED):
+        pa, pb = ia[start : start + _PAIRS_VERIFIED], ib[start : start + _PAIRS_VERIFIED]
+        va, vb = a[pa].astype(np.float32), b[pb].astype(np.float32)
+        sq = np.einsum("ij,ij->i", va, va) + np.einsum("ij,ij->i", vb, vb) - 2.0 * np.einsum("ij,ij->i", va, vb)
+        sure, near = _decide(sq, r2)
+        near &= ~sure
+        sure[near] = distance_rows(va[near], vb[near]) <= radius
+        out[start : start + len(pa)] = sure
+    return out
 
 
 def _decide(sq: np.ndarray, r2: float) -> tuple[np.ndarray, np.ndarray]:

@@ -338,20 +338,29 @@ def _top_tables(
     others = F.filter(F.sequence(F.lit(0), size - 1), lambda p: p != F.col("init"))
     t = tuples.withColumns({"o1": F.get(others, 0), "o2": F.get(others, 1)}).join(F.broadcast(owners), "lid")
     t = t.withColumns({f"v{i}": F.get("tokens", F.col(p)) for i, p in enumerate(("init", "o1", "o2"))})
+    # a tuple travels through the joins as a number, not its tokens (rows half as wide to shuffle)
+    t = t.withColumns({"tid": F.monotonically_increasing_id(), "m": size}).drop("tokens")
     needed = tuples.select(F.explode("tokens").alias("token")).distinct()
     cells = _cells(postings.join(needed, "token", "left_semi"))
     first = cells.select(F.col("token").alias("v0"), "table_id", "row", F.col("col").alias("c0"))
     pairs = t.join(first, "v0").where(F.col("table_id") != F.col("owner"))
-    for i in (1, 2):
+
+    def verified(pairs: DataFrame, i: int) -> DataFrame:
         other = cells.select(F.col("token").alias(f"v{i}"), "table_id", "row", F.col("col").alias(f"c{i}"))
-        pairs = pairs.join(other, [f"v{i}", "table_id", "row"], "inner" if i == 1 else "left")
-    pairs = pairs.where(F.col("v2").isNull() | F.col("c2").isNotNull())
+        return pairs.join(other, [f"v{i}", "table_id", "row"])
+
+    pairs = verified(pairs, 1)
+    # a key of two columns has no third value: joined on a null v2, its pairs would all hash to one task
+    two = pairs.where(F.col("v2").isNull()).withColumn("c2", F.lit(None).cast("int"))
+    pairs = two.unionByName(verified(pairs.where(F.col("v2").isNotNull()), 2))
     in_key_order = [
         F.when(F.col("init") == k, F.col("c0")).when(F.col("o1") == k, F.col("c1")).otherwise(F.col("c2"))
         for k in range(3)
     ]
-    combos = pairs.select("lid", "table_id", "tokens", F.slice(F.array(*in_key_order), 1, size).alias("combo"))
+    combos = pairs.select("lid", "table_id", "tid", F.slice(F.array(*in_key_order), 1, F.col("m")).alias("combo"))
     combos = combos.where(F.size(F.array_distinct("combo")) == F.size("combo"))
+    # one shuffle by (list, table) serves the de-duplication, the count and the first window alike
+    combos = combos.repartition("lid", "table_id")
     joined = combos.distinct().groupBy("lid", "table_id", "combo").agg(F.count("*").alias("j"))
     best = Window.partitionBy("lid", "table_id").orderBy(F.col("j").desc(), F.col("combo"))
     ranked = Window.partitionBy("lid").orderBy(F.col("j").desc(), F.col("table_id"))

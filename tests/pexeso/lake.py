@@ -22,15 +22,25 @@ def unit(m: np.ndarray) -> np.ndarray:
     return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
 
 
+def sparse_centres(rng: np.random.Generator, n: int, support: int = 8) -> np.ndarray:
+    """`n` centres non-zero on `support` random dimensions each (hashed n-grams are sparse too)."""
+    centres = np.zeros((n, SPEC.dimension))
+    for c in centres:
+        c[rng.choice(SPEC.dimension, size=support, replace=False)] = rng.standard_normal(support)
+    return centres
+
+
 def clustered_lake(
     rng: np.random.Generator, *, n_columns: int, centres: np.ndarray, spread: float, prefix: str = "c"
 ) -> list[ColumnVectors]:
-    """Columns drawn around a few shared centres (so they overlap), some of them empty."""
+    """Columns drawn around a few shared centres (so they overlap), some of them empty. The noise
+    falls on a centre's non-zero dimensions only, so sparse centres give sparse vectors."""
     out = []
     for i in range(n_columns):
         size = 0 if rng.random() < 0.1 else int(rng.integers(1, 40))
         picked = centres[rng.integers(len(centres), size=size)]
-        vectors = unit(picked + rng.standard_normal(picked.shape) * spread) if size else np.zeros((0, SPEC.dimension))
+        noise = rng.standard_normal(picked.shape) * spread * (picked != 0)
+        vectors = unit(picked + noise) if size else np.zeros((0, SPEC.dimension))
         ref = ColumnRef(f"{prefix}{i}", f"t-{prefix}{i // 3}", f"col{i % 3}")
         out.append(ColumnVectors(ref, [f"{prefix}{i}:{j}" for j in range(size)], vectors.astype(np.float32)))
     return out

@@ -10,16 +10,17 @@ import pytest
 from sqlalchemy import Engine, func, insert, select
 
 from catalog.core.errors import UserError
-from catalog.search.pexeso import lists
+from catalog.search.pexeso import lists, range_join
 from catalog.search.pexeso.index import ColumnRef, ColumnVectors, IndexShape, PexesoIndex
 from catalog.search.pexeso.lists import LIST_K, LIST_T, LIST_TAU, refresh_semantic_lists, semantic_joinable
 from catalog.search.pexeso.models import PexesoColumn, PexesoList, PexesoMeta
 from catalog.search.pexeso.pivots import select_pivots
+from catalog.search.pexeso.range_join import RangeJoin
 from catalog.search.pexeso.repartition import assign_added, repartition
 from catalog.search.pexeso.search import Query
 from catalog.search.pexeso.source import budget_vectors
 from catalog.search.pexeso.vector_blocks import LakeBlocks, catalog_blocks
-from tests.pexeso.lake import SPEC, clustered_lake, oracle, publish_columns, write_facts
+from tests.pexeso.lake import SPEC, clustered_lake, oracle, publish_columns, sparse_centres, write_facts
 
 SPREAD = 0.02  # two vectors around one centre lie about 0.11 apart: near the lists' radius, 2τ = 0.12
 
@@ -56,12 +57,31 @@ def _refresh(engine: Engine, index: PexesoIndex, added: list[str] | None, touche
         return refresh_semantic_lists(conn, sizes, lambda: LakeBlocks.of_index(index), added, touched)
 
 
+def _centres(rng: np.random.Generator, n: int, *, sparse: bool) -> np.ndarray:
+    """Dense centres (the range join has nothing to key: brute force) or sparse ones (keyed)."""
+    return sparse_centres(rng, n) if sparse else rng.standard_normal((n, SPEC.dimension))
+
+
+def _take_join_path(lake: list[ColumnVectors], monkeypatch: pytest.MonkeyPatch, *, sparse: bool) -> None:
+    """Make the lists' range join take its keyed path exactly when the lake is sparse: in 16
+    dimensions the keys filter too little to be chosen on cost, so keyed pairs are made free."""
+    if sparse:
+        monkeypatch.setattr(range_join, "_PAIR_COST", 0)
+    vectors = np.concatenate([c.vectors for c in lake if len(c.vectors)])
+    join = RangeJoin.fit(vectors, 2 * LIST_TAU)
+    keys = join.keys(vectors)
+    assert len(keys.unkeyed) < len(vectors) / 2
+    assert (join.cost(keys, keys) < len(vectors) ** 2) == sparse
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 def test_lists_equal_the_oracle_through_build_merge_delete_and_the_work_bound(
-    catalog_engine: Engine, monkeypatch: pytest.MonkeyPatch
+    catalog_engine: Engine, monkeypatch: pytest.MonkeyPatch, sparse: bool
 ) -> None:
     rng = np.random.default_rng(7)
-    centres = rng.standard_normal((6, SPEC.dimension))
+    centres = _centres(rng, 6, sparse=sparse)
     lake = clustered_lake(rng, n_columns=24, centres=centres, spread=SPREAD)
+    _take_join_path(lake, monkeypatch, sparse=sparse)
     index = PexesoIndex.build(lake, SPEC, IndexShape(n_pivots=3, levels=4))
     with catalog_engine.begin() as conn:
         conn.execute(insert(PexesoMeta), [{"key": "index_version", "value": "1"}])
@@ -92,27 +112,32 @@ def test_lists_equal_the_oracle_through_build_merge_delete_and_the_work_bound(
 
     # over the work bound: no list is kept, and the lookup says why; the next refresh within it
     # (an empty batch: the lists were not current, so it builds them all) brings them back
-    monkeypatch.setattr(lists, "MAX_LIST_WORK", 10)
+    bound = lists.MAX_LIST_WORK
+    monkeypatch.setattr(lists, "MAX_LIST_WORK", -1)  # below any work (free keyed pairs cost 0)
     assert _refresh(catalog_engine, index, None)["pexeso_lists_over_bound"] == 1
     assert _published(catalog_engine) == {}
     with catalog_engine.connect() as conn, pytest.raises(UserError, match="not precomputed"):
         semantic_joinable(conn, lake[0].ref.column_id)
-    monkeypatch.undo()
+    monkeypatch.setattr(lists, "MAX_LIST_WORK", bound)
     _refresh(catalog_engine, index, [], [])
     assert _published(catalog_engine) == _expected(lake)
 
 
-def test_lists_read_from_the_catalog_a_budget_at_a_time_equal_the_oracle(catalog_engine: Engine) -> None:
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_lists_read_from_the_catalog_a_budget_at_a_time_equal_the_oracle(
+    catalog_engine: Engine, monkeypatch: pytest.MonkeyPatch, sparse: bool
+) -> None:
     """The publisher's path: the lake read back from the catalog in blocks of at most half the
     memory budget, cut along the JSD partitions, blocks out of each other's reach never joined;
     through a build and a batch that adds columns (merged into kept lists)."""
     rng = np.random.default_rng(11)
-    centres = rng.standard_normal((6, SPEC.dimension))
+    centres = _centres(rng, 6, sparse=sparse)
     lake = [
         c
         for i in range(6)
         for c in clustered_lake(rng, n_columns=6, centres=centres[i : i + 1], spread=SPREAD, prefix=f"p{i}-")
     ]
+    _take_join_path(lake, monkeypatch, sparse=sparse)
     shape = IndexShape(n_pivots=3, levels=4, memory_budget_mb=0.04)
     vectors = np.concatenate([c.vectors for c in lake if len(c.vectors)])
     pivots = select_pivots(vectors, shape.n_pivots, method="pca", seed=0)

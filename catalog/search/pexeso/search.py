@@ -224,10 +224,7 @@ def close_pairs(
         reach = 0.5 * (float(a_sq.min()) + float(x_sq.min()) - r2 - _BRUTE_MARGIN) - _BRUTE_MARGIN
         ia, ib = np.nonzero(g >= reach)
         sq = a_sq[ia] + x_sq[ib] - 2.0 * g[ia, ib]
-        sure, near = _decide(sq, r2)
-        near &= ~sure
-        keep = sure
-        keep[near] = distance_rows(a32[ia[near]], x[ib[near]]) <= radius
+        keep = _within(sq, radius, a32, ia, x, ib)
         yield ia[keep], ib[keep] + start
 
 
@@ -236,21 +233,24 @@ def close_pairs_of(a: np.ndarray, b: np.ndarray, ia: np.ndarray, ib: np.ndarray,
     float32 squared distance clear of r² by a wide margin, else `distance_rows`), a chunk of pairs at
     a time: the verification of a filter's candidate pairs."""
     out = np.zeros(len(ia), bool)
-    r2 = radius * radius
+    a32, b32 = a.astype(np.float32, copy=False), b.astype(np.float32, copy=False)
     for start in range(0, len(ia), _PAIRS_VERIFIED):
         pa, pb = ia[start : start + _PAIRS_VERIFIED], ib[start : start + _PAIRS_VERIFIED]
-        va, vb = a[pa].astype(np.float32), b[pb].astype(np.float32)
+        va, vb = a32[pa], b32[pb]
         sq = np.einsum("ij,ij->i", va, va) + np.einsum("ij,ij->i", vb, vb) - 2.0 * np.einsum("ij,ij->i", va, vb)
-        sure, near = _decide(sq, r2)
-        near &= ~sure
-        sure[near] = distance_rows(va[near], vb[near]) <= radius
-        out[start : start + len(pa)] = sure
+        out[start : start + len(pa)] = _within(sq, radius, a32, pa, b32, pb)
     return out
 
 
-def _decide(sq: np.ndarray, r2: float) -> tuple[np.ndarray, np.ndarray]:
-    """From float32 matrix-product squared distances: (surely within τ, too close to τ to tell)."""
-    return sq <= r2 - _BRUTE_MARGIN, np.abs(sq - r2) <= _BRUTE_MARGIN
+def _within(sq: np.ndarray, radius: float, a: np.ndarray, ia: np.ndarray, b: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """Brute force's rule for the pairs (a[ia[i]], b[ib[i]]), from their float32 squared distances
+    `sq`: a pair clear of r² by a wide margin is decided by it, one too close to tell by its float64
+    distance (`distance_rows`, computed for those pairs alone)."""
+    r2 = radius * radius
+    out: np.ndarray = sq <= r2 - _BRUTE_MARGIN
+    near = np.flatnonzero(~out & (np.abs(sq - r2) <= _BRUTE_MARGIN))
+    out[near] = distance_rows(a[ia[near]], b[ib[near]]) <= radius
+    return out
 
 
 def _close_pairs(
@@ -265,10 +265,8 @@ def _close_pairs(
     candidate (a matrix product) would compute ~|Q| times the dot products that are needed. The
     float32 squared distances decide the pairs clear by a wide margin and `distance_rows` the ones
     near τ, as in `close_pairs`."""
-    out = np.zeros(len(pq), bool)
     if not len(pq):
-        return out
-    r2 = radius * radius
+        return np.zeros(0, bool)
     q32 = q.astype(np.float32)
     bounds = np.flatnonzero(np.diff(pq, prepend=pq[0] - 1, append=pq[-1] + 1))
     sq = np.empty(len(pq), np.float32)
@@ -276,11 +274,7 @@ def _close_pairs(
         xv = x[px[lo:hi]]
         qv = q32[pq[lo]]
         sq[lo:hi] = x_sq[px[lo:hi]] + float(qv @ qv) - 2.0 * (xv @ qv)
-    sure, near = _decide(sq, r2)
-    out[sure] = True
-    near_at = np.flatnonzero(near & ~sure)
-    out[near_at] = distance_rows(q[pq[near_at]], x[px[near_at]]) <= radius
-    return out
+    return _within(sq, radius, q, pq, x, px)
 
 
 def _hits_pexeso(index: PexesoIndex, query: Query, radius: float, need: int) -> np.ndarray:

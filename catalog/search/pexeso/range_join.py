@@ -120,28 +120,27 @@ class RangeJoin:
     def cost(self, a: PrefixKeys, x: PrefixKeys) -> int:
         """The join's work in brute-force distances: its keyed pairs (each `_PAIR_COST`) and the
         unkeyed rows' distances, or brute force's |a|·|x| when that is less."""
-        keyed = int((np.searchsorted(x.keys, a.keys, "right") - np.searchsorted(x.keys, a.keys, "left")).sum())
-        unkeyed = len(a.unkeyed) * x.n + (a.n - len(a.unkeyed)) * len(x.unkeyed)
-        return min(keyed * _PAIR_COST + unkeyed, a.n * x.n)
+        return _cost(a, x, *_matching(a, x))
 
     def pairs(
         self, a: np.ndarray, a_keys: PrefixKeys, x: np.ndarray, x_keys: PrefixKeys
     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Every pair (rows of a, rows of x) within the radius, as `close_pairs(a, x, radius)` gives
         them (each pair once), `a_keys` and `x_keys` being `keys(a)` and `keys(x)`."""
-        if self.cost(a_keys, x_keys) >= len(a) * len(x):
+        lo, hi = _matching(a_keys, x_keys)
+        if _cost(a_keys, x_keys, lo, hi) >= len(a) * len(x):
             yield from _brute(a, np.arange(len(a)), x, np.arange(len(x)), self.radius)
             return
         yield from _brute(a, a_keys.unkeyed, x, np.arange(len(x)), self.radius)
         keyed_a = np.setdiff1d(np.arange(len(a)), a_keys.unkeyed)
         yield from _brute(a, keyed_a, x, x_keys.unkeyed, self.radius)
-        yield self._keyed_pairs(a, a_keys, x, x_keys)
+        yield self._keyed_pairs(a, a_keys, x, x_keys, lo, hi)
 
     def _keyed_pairs(
-        self, a: np.ndarray, a_keys: PrefixKeys, x: np.ndarray, x_keys: PrefixKeys
+        self, a: np.ndarray, a_keys: PrefixKeys, x: np.ndarray, x_keys: PrefixKeys, lo: np.ndarray, hi: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        lo = np.searchsorted(x_keys.keys, a_keys.keys, "left")
-        hi = np.searchsorted(x_keys.keys, a_keys.keys, "right")
+        """The keyed pairs within the radius: each key entry of a against x's entries [lo, hi) of the
+        same key, through the projection bound, then brute force's rule."""
         a_projected, x_projected = a @ self.basis, x @ self.basis
         limit = self.radius**2 + _PROJECTION_MARGIN
         ends = np.cumsum(hi - lo)
@@ -157,6 +156,17 @@ class RangeJoin:
         ia, ix = unique // max(1, len(x)), unique % max(1, len(x))
         keep = close_pairs_of(a, x, ia, ix, self.radius)
         return ia[keep], ix[keep]
+
+
+def _matching(a: PrefixKeys, x: PrefixKeys) -> tuple[np.ndarray, np.ndarray]:
+    """For each key entry of a, the range [lo, hi) of x's entries with the same key."""
+    return np.searchsorted(x.keys, a.keys, "left"), np.searchsorted(x.keys, a.keys, "right")
+
+
+def _cost(a: PrefixKeys, x: PrefixKeys, lo: np.ndarray, hi: np.ndarray) -> int:
+    keyed = int((hi - lo).sum())
+    unkeyed = len(a.unkeyed) * x.n + (a.n - len(a.unkeyed)) * len(x.unkeyed)
+    return min(keyed * _PAIR_COST + unkeyed, a.n * x.n)
 
 
 def _prefixes(ordered: np.ndarray, bound: float) -> tuple[np.ndarray, np.ndarray]:

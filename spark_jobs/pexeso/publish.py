@@ -94,9 +94,8 @@ def _refresh_lists(
     """The semantic join lists brought to the index just written (read back from the catalog, a
     budget's worth of vectors at a time: the lists are a search of what a lookup's search would see)."""
     conn = session.connection()
-    sizes = {c: n for c, n in conn.execute(select(PexesoColumn.column_id, PexesoColumn.n_values))}
     budget = frame.shape.memory_budget_mb  # the lists hold no more lake vectors than a search
-    return refresh_semantic_lists(conn, sizes, lambda: catalog_blocks(conn, budget), added, touched)
+    return refresh_semantic_lists(conn, lambda: catalog_blocks(conn, budget), added, touched)
 
 
 def _delete_tables(session: Session, table_ids: Sequence[str]) -> None:

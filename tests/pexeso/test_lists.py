@@ -52,9 +52,7 @@ def _published(engine: Engine) -> dict[str, list[tuple[str, int]]]:
 
 def _refresh(engine: Engine, index: PexesoIndex, added: list[str] | None, touched: list[str] = []) -> dict[str, int]:  # noqa: B006
     with engine.begin() as conn:
-        counts = np.bincount(index.column_of, minlength=len(index.columns)).tolist()
-        sizes = dict(zip([c.column_id for c in index.columns], counts, strict=True))
-        return refresh_semantic_lists(conn, sizes, lambda: LakeBlocks.of_index(index), added, touched)
+        return refresh_semantic_lists(conn, lambda: LakeBlocks.of_index(index), added, touched)
 
 
 def _centres(rng: np.random.Generator, n: int, *, sparse: bool) -> np.ndarray:
@@ -151,8 +149,7 @@ def test_lists_read_from_the_catalog_a_budget_at_a_time_equal_the_oracle(
         assert all(blocks.sizes[c].sum() <= capacity // 2 or len(c) == 1 for c in blocks.block_columns)
         n = len(blocks.block_columns)
         assert any(blocks.apart(i, j, 2 * LIST_TAU) for i in range(n) for j in range(n)), "blocks should be skipped"
-        sizes = dict(zip([c.column_id for c in blocks.columns], blocks.sizes.tolist(), strict=True))
-        refresh_semantic_lists(conn, sizes, lambda: catalog_blocks(conn, shape.memory_budget_mb), None)
+        refresh_semantic_lists(conn, lambda: catalog_blocks(conn, shape.memory_budget_mb), None)
     assert _published(catalog_engine) == _expected(lake)
 
     added = clustered_lake(rng, n_columns=4, centres=centres[:2], spread=SPREAD, prefix="new")
@@ -161,10 +158,8 @@ def test_lists_read_from_the_catalog_a_budget_at_a_time_equal_the_oracle(
         first = (conn.execute(select(func.max(PexesoColumn.column_ref))).scalar() or 0) + 1
         publish_columns(conn, added, first)
         assign_added(conn, frame, first)
-        blocks = catalog_blocks(conn, shape.memory_budget_mb)
-        sizes = dict(zip([c.column_id for c in blocks.columns], blocks.sizes.tolist(), strict=True))
         counts = refresh_semantic_lists(
-            conn, sizes, lambda: catalog_blocks(conn, shape.memory_budget_mb), sorted({c.ref.table_id for c in added})
+            conn, lambda: catalog_blocks(conn, shape.memory_budget_mb), sorted({c.ref.table_id for c in added})
         )
     assert counts["pexeso_lists_merged"] > 0
     assert _published(catalog_engine) == _expected(lake)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,19 +87,18 @@ class SemanticJoinableInfo:
 # ---------------------------------------------------------------------- refresh (publish)
 def refresh_semantic_lists(
     conn: Connection,
-    sizes: Mapping[str, int],
     load: Callable[[], LakeBlocks],
     added: Collection[str] | None,
     touched: Collection[str] = (),
 ) -> dict[str, int]:
-    """Bring `pexeso_lists` to the index just published (`load` gives it; `sizes` are its columns'
-    vector counts by column_id): every list (`added` None, or when the lists are not current), or a
-    batch's share. The work bound is checked once the lake is keyed, before any distance."""
+    """Bring `pexeso_lists` to the index just published (`load` gives it): every list (`added` None,
+    or when the lists are not current), or a batch's share. The work bound is checked once the lake
+    is keyed, before any distance."""
     if added is None or not lists_current(conn):
         conn.execute(delete(PexesoList))
         kept: set[str] = set()
     else:
-        kept = _drop_stale(conn, sorted(touched)) & set(sizes)
+        kept = _drop_stale(conn, sorted(touched))
     index = load()
     position = {c.column_id: i for i, c in enumerate(index.columns)}
     listed = {position[c] for c in kept if c in position}

@@ -18,11 +18,21 @@ operator is made only once its outputs pass, and constants are grown, not shrunk
 from __future__ import annotations
 
 import functools
+import heapq
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
-from catalog.search.autojoin.operators import CASINGS, Constant, Extract, Operator, Program, recase
+from catalog.search.autojoin.operators import (
+    CASINGS,
+    Constant,
+    Extract,
+    Operator,
+    Program,
+    extract_complexity,
+    recase,
+)
 
 Row = tuple[str | None, ...]
 Path = tuple[int, tuple[tuple[str, int], ...]]  # (column, splits): where an Extract takes its element
@@ -86,7 +96,7 @@ class _Search:
         if self.steps > self.max_steps:
             return None
         segments = [e.target[a:b] for e, (a, b) in zip(self.examples, spans, strict=True)]
-        for op, outputs in self._candidates(segments)[: self.breadth]:
+        for op, outputs in self._candidates(segments):
             left, right = [], []
             for (a, _b), seg, out in zip(spans, segments, outputs, strict=True):
                 at = a + seg.index(out)
@@ -103,23 +113,31 @@ class _Search:
         return None
 
     def _candidates(self, segments: list[str]) -> list[tuple[Operator, tuple[str, ...]]]:
-        """Operators whose output occurs in every segment, best first: most characters produced,
-        then extracts before constants (but a constant before an extract giving the same string on
-        every example), then the simplest; one per distinct output tuple."""
-        best: dict[tuple[str, ...], tuple[_Rank, Operator]] = {}
+        """The `breadth` best operators whose output occurs in every segment: most characters
+        produced, then extracts before constants (but a constant before an extract giving the same
+        string on every example), then the simplest; one per distinct output tuple."""
+        best: dict[tuple[str, ...], tuple[_Rank, _Spec]] = {}
 
-        def offer(op: Operator, outputs: tuple[str, ...], rank: _Rank) -> None:
+        def offer(outputs: tuple[str, ...], kind: int, spec: _Spec) -> None:
+            chars = -sum(map(len, outputs))
             held = best.get(outputs)
+            if held is not None and held[0][:2] < (chars, kind):
+                return  # ranked without the complexity: most offers lose here
+            rank = (chars, kind, _complexity(spec))
             if held is None or rank < held[0]:
-                best[outputs] = (rank, op)
+                best[outputs] = (rank, spec)
 
         first = segments[0]
+        rest = segments[1:]
         trigrams = {first[i : i + 3] for i in range(len(first) - 2)}
         found: dict[str, list[tuple[int, int]]] = {}
         others = self.elements[1:]
+        several = len(segments) > 1
         for path, element in self.elements[0].items():
-            if any(path not in elements for elements in others):
+            held = [elements.get(path) for elements in others]
+            if None in held:
                 continue  # an Extract of this path gives nothing on some example
+            theirs = cast(list[str], held)
             for casing in CASINGS:
                 cased = recase(element, casing)
                 if casing and cased == element:
@@ -131,19 +149,26 @@ class _Search:
                     shares = any(cased[i : i + 3] in trigrams for i in range(len(cased) - 2))
                     spans = _spans(cased, first) if shares or len(cased) <= 3 else _short_prefixes(cased, first)
                     found[cased] = spans
+                if not spans:
+                    continue
+                # casing a slice = slicing the cased string (no casing, or ASCII lower/upper): the
+                # others' values are then cased once, and the first example's output is the span
+                sliced = not casing or (casing != "title" and element.isascii() and all(map(str.isascii, theirs)))
+                their_cased = [recase(v, casing) for v in theirs] if sliced else []
                 for start, end in spans:
                     for begin, stop in _bounds(start, end, len(element)):
-                        outputs = self._outputs(path, begin, stop, casing, segments)
-                        if outputs is not None:  # the operator is made only now: most bounds fail
-                            op = Extract(path[0], path[1], begin, stop, casing)
+                        if sliced:
+                            outputs = _sliced(cased[start:end], their_cased, begin, stop, rest)
+                        else:
+                            outputs = self._outputs(path, begin, stop, casing, segments)
+                        if outputs is not None:  # the operator is made only if it ranks: most do not
                             # an extract giving one string on every example is a Constant in disguise
-                            kind = 2 if len(set(outputs)) == 1 and len(outputs) > 1 else 0
-                            offer(op, outputs, (-sum(map(len, outputs)), kind, op.complexity))
+                            kind = 2 if several and len(set(outputs)) == 1 else 0
+                            offer(outputs, kind, (path, begin, stop, casing))
         for text in _common_substrings(segments):
-            outputs = tuple(text for _ in segments)
-            offer(Constant(text), outputs, (-len(text) * len(segments), 1, (0, 0, 0, 0, 0)))
-        ranked = sorted(best.items(), key=lambda item: item[1][0])
-        return [(op, outputs) for outputs, (_rank, op) in ranked]
+            offer(tuple(text for _ in segments), 1, text)
+        ranked = heapq.nsmallest(self.breadth, best.items(), key=lambda item: item[1][0])
+        return [(_operator(spec), outputs) for outputs, (_rank, spec) in ranked]
 
     def _outputs(
         self, path: Path, start: int, end: int | None, casing: str, segments: list[str]
@@ -157,6 +182,36 @@ class _Search:
                 return None
             outputs.append(out)
         return tuple(outputs)
+
+
+_Spec = tuple[Path, int, int | None, str] | str  # an Extract's (path, start, end, casing), or a Constant's text
+
+
+def _complexity(spec: _Spec) -> tuple[int, int, int, int, int]:
+    if isinstance(spec, str):
+        return (0, 0, 0, 0, 0)
+    (_column, splits), start, end, casing = spec
+    return extract_complexity(splits, start, end, casing)
+
+
+def _operator(spec: _Spec) -> Operator:
+    if isinstance(spec, str):
+        return Constant(spec)
+    (column, splits), start, end, casing = spec
+    return Extract(column, splits, start, end, casing)
+
+
+def _sliced(
+    own: str, theirs: list[str], start: int, end: int | None, segments: list[str]
+) -> tuple[str, ...] | None:
+    """`_Search._outputs` where each value is already cased (`own`: the first example's output)."""
+    outputs = [own]
+    for value, seg in zip(theirs, segments, strict=True):
+        out = value[start:end]
+        if not out or out not in seg:
+            return None
+        outputs.append(out)
+    return tuple(outputs)
 
 
 @functools.lru_cache(maxsize=512)

@@ -201,9 +201,7 @@ def _operator(spec: _Spec) -> Operator:
     return Extract(column, splits, start, end, casing)
 
 
-def _sliced(
-    own: str, theirs: list[str], start: int, end: int | None, segments: list[str]
-) -> tuple[str, ...] | None:
+def _sliced(own: str, theirs: list[str], start: int, end: int | None, segments: list[str]) -> tuple[str, ...] | None:
     """`_Search._outputs` where each value is already cased (`own`: the first example's output)."""
     outputs = [own]
     for value, seg in zip(theirs, segments, strict=True):

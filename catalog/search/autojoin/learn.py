@@ -12,7 +12,8 @@ case) and the work at `max_steps` solved remainders, so a hopeless example set f
 
 The search runs a few hundred times per learned pair (12 subsets per key column, both directions),
 so its inner loop is kept to what can succeed: a path some example lacks is never expanded, an
-operator is made only once its outputs pass, and constants are grown, not shrunk, from each start.
+operator is made only once its outputs pass and it ranks among the `breadth` kept, and constants
+are grown, not shrunk, from each start.
 """
 
 from __future__ import annotations
@@ -134,10 +135,10 @@ class _Search:
         others = self.elements[1:]
         several = len(segments) > 1
         for path, element in self.elements[0].items():
-            held = [elements.get(path) for elements in others]
-            if None in held:
+            found_there = [elements.get(path) for elements in others]
+            if None in found_there:
                 continue  # an Extract of this path gives nothing on some example
-            theirs = cast(list[str], held)
+            theirs = cast(list[str], found_there)
             for casing in CASINGS:
                 cased = recase(element, casing)
                 if casing and cased == element:

@@ -206,3 +206,28 @@ def test_settings_come_from_the_index_autojoin_section(tmp_path: Path) -> None:
     path.write_text("[index.autojoin]\nq_min = 2\n")
     with pytest.raises(SettingsError, match=r"index\.autojoin\.q_min"):
         load_settings({}, config_file=path)
+
+
+def test_keys_longer_than_max_chars_are_not_learned() -> None:
+    """Descriptions of 200 characters upper-cased on one side: no key that long is produced by the
+    defaults (the pairing sees its first `max_chars` characters only); with max_chars 256 it is."""
+    rng = random.Random(1)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "theta"]
+    texts = [" ".join(rng.choices(words, k=40))[:200] for _ in range(30)]
+    source, target = (["loud"], [[t.upper()] for t in texts]), (["text"], [[t] for t in texts])
+    assert autojoin(source, target).program is None
+    wide = autojoin(source, target, AutojoinSettings(max_chars=256))
+    assert str(wide.program) == "Lower(loud)" and wide.pairs == [(i, i) for i in range(len(texts))]
+
+
+def test_examples_are_not_learned_from_inputs_past_max_example_chars() -> None:
+    """The name deep inside text of about 600 characters: past the default 512 no example is
+    learned from (long descriptions made the search take minutes), within 1,024 it is."""
+    rng = random.Random(2)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "theta"]
+    names = [f"{''.join(rng.choices('abcdefghij', k=7))} {''.join(rng.choices('klmnopqrst', k=8))}" for _ in range(40)]
+    text = [f"name: {n}; " + " ".join(rng.choices(words, k=100)) for n in names]
+    source, target = (["text"], [[t] for t in text]), (["name"], [[n] for n in names])
+    assert min(map(len, text)) > 512 and autojoin(source, target).program is None
+    wide = autojoin(source, target, AutojoinSettings(max_example_chars=1024))
+    assert wide.program is not None and wide.pairs == [(i, i) for i in range(len(names))]

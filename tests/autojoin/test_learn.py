@@ -7,7 +7,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catalog.search.autojoin.learn import Example, LearnError, best_program, learn_program
+from catalog.search.autojoin.learn import (
+    Example,
+    LearnError,
+    _common_substrings,
+    _spans,
+    best_program,
+    learn_program,
+)
 from catalog.search.autojoin.operators import Constant, Extract, Program
 
 
@@ -132,3 +139,52 @@ def test_learned_program_reproduces_a_random_program_on_held_out_rows(rows, oper
     assert program is not None, f"nothing learned for {hidden}"
     for row, target in held_out:
         assert program.apply(row) == target, f"learned {program} for {hidden}"
+
+
+_TEXT = st.text(alphabet="ab -c", max_size=40)
+
+
+@given(st.lists(_TEXT, min_size=1, max_size=4))
+@settings(max_examples=300, deadline=None)
+def test_constants_are_the_maximal_common_substrings(segments: list[str]) -> None:
+    """The Constants offered are exactly the strings in every segment that no longer such string
+    contains, by their definition over every substring of the first segment."""
+    first = segments[0]
+    common = {first[i:j] for i in range(len(first)) for j in range(i + 1, len(first) + 1)}
+    common = {t for t in common if all(t in seg for seg in segments[1:])}
+    maximal = {t for t in common if not any(t != u and t in u for u in common)}
+    assert sorted(_common_substrings(segments)) == sorted(maximal)
+
+
+@given(_TEXT, _TEXT)
+@settings(max_examples=300, deadline=None)
+def test_spans_are_each_starts_longest_match_and_the_matching_prefixes(element: str, segment: str) -> None:
+    expected: list[tuple[int, int]] = []
+    for i in range(len(element)):
+        ends = [j for j in range(i + 1, len(element) + 1) if element[i:j] in segment]
+        if ends:
+            expected.append((i, max(ends)))
+            if i == 0:
+                expected += [(0, j) for j in ends if j != max(ends)]
+    assert _spans(element, segment) == expected
+
+
+def test_long_texts_are_scanned_in_linear_steps() -> None:
+    """Two descriptions of 22,000 characters differing in one word: growing every start from
+    scratch made about 10^8 substring tests of them (a real lake's descriptions stalled a
+    publish for minutes); the scan makes a few per character."""
+    text = "".join(f"item {i} of the list, " for i in range(1000))
+    cut = text.index("item 500 ")
+    other = text[:cut] + "ITEM" + text[cut + 4 :]
+    assert sorted(_common_substrings([text, other]), key=len)[-2:] == [text[:cut], text[cut + 4 :]]
+    assert _spans(text, other)[0] == (0, cut)
+
+
+def test_an_extract_starts_within_reach_of_an_end() -> None:
+    """A code 150 characters from both ends of a value with no separator: out of the default reach
+    (128, `max_chars`), within a reach of 200."""
+    codes = ["QWE", "RTY", "UIO", "PAS"]
+    examples = _ex([("x" * 150 + c + "y" * 150,) for c in codes], codes)
+    assert learn_program(examples, ["v"]) is None
+    program = learn_program(examples, ["v"], reach=200)
+    assert program is not None and program.apply(("x" * 150 + "ZZZ" + "y" * 150,)) == "ZZZ"

@@ -200,7 +200,10 @@ def test_a_batch_leaves_the_lists_a_full_recompute_makes(published: Published) -
 
 def test_lists_over_the_work_bound_wait_and_the_next_publish_learns_them(published: Published) -> None:
     settings, lists = published.settings, published.lists
-    bounded = dataclasses.replace(settings, index=settings.index.with_family("autojoin", list_max_pairs=2))
+    small = {"list_max_pairs": 2, "list_backlog_pairs": 2}
+    bounded = dataclasses.replace(settings, index=settings.index.with_family("autojoin", **small))
+    # a batch's bound is small, the backlog's is not: the backlog learns what batches left
+    batches = dataclasses.replace(settings, index=settings.index.with_family("autojoin", list_max_pairs=2))
     subject = f"{CHARACTERS}#character"
     with open_catalog(settings.catalog_url).connect() as conn, conn.begin() as transaction:
         conn.execute(delete(TransformList))
@@ -224,8 +227,8 @@ def test_lists_over_the_work_bound_wait_and_the_next_publish_learns_them(publish
         assert all(after[c] == lists[c] for c in pending if c.startswith(f"{table}#"))
         assert all(after[c] == waiting[c] for c in pending if not c.startswith(f"{table}#"))
         assert any(not c.startswith(f"{table}#") for c in pending)
-        # the next publish within the bound (no table touched) learns the waiting lists
-        refresh_lists(conn, LakeStore(settings.lake), settings, ())
+        # the backlog's publish after it (no table touched, its own bound) learns the waiting lists
+        refresh_lists(conn, LakeStore(settings.lake), batches, ())
         assert _lists(conn) == lists
         transaction.rollback()
 

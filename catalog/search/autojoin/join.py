@@ -185,7 +185,7 @@ def _direction(
         if budget <= 0:
             break
         inputs = tuple(sorted(c for _, c, *_ in per_column))
-        pool = _example_pool(per_column, inputs, s_cols, cfg.top_k)
+        pool = _example_pool(per_column, inputs, s_cols, cfg)
         if len(pool) < min(cfg.examples_per_set, 2):
             continue
         names = tuple(s.headers[c] for c in inputs)
@@ -200,7 +200,12 @@ def _direction(
             window = pool[: max(size, min(len(pool), cfg.examples_per_set + 2 * i))]
             chosen = rng.sample(window, size)
             program = learn_program(
-                chosen, names, max_operators=cfg.max_operators, breadth=cfg.breadth, max_steps=cfg.max_steps
+                chosen,
+                names,
+                max_operators=cfg.max_operators,
+                breadth=cfg.breadth,
+                max_steps=cfg.max_steps,
+                reach=cfg.max_chars,
             )
             if program is None or (str(program), k) in tried:
                 continue
@@ -247,11 +252,16 @@ def _distinct(column: pa.Array, cfg: AutojoinSettings, memo: GramMemo) -> tuple[
     return values, first, grams
 
 
-def _example_pool(per_column: list[Any], inputs: tuple[int, ...], s_cols: list[pa.Array], top_k: int) -> list[Example]:
-    """The group's top-k example pairs: best score, then most shared rare q-grams; one per source row."""
+def _example_pool(
+    per_column: list[Any], inputs: tuple[int, ...], s_cols: list[pa.Array], cfg: AutojoinSettings
+) -> list[Example]:
+    """The group's top-k example pairs: best score, then most shared rare q-grams; one per source
+    row; none whose target passes `max_chars` (the pairing saw only that much of it: a text that
+    long is no key a program reproduces) or whose input passes `max_example_chars` (learning from
+    a real lake's long descriptions took a minute a pair)."""
     scored = []
     for _strength, _c, vp, s_first, t_values in per_column:
-        for j in np.lexsort((-vp.shared, -vp.score))[: top_k * 2]:
+        for j in np.lexsort((-vp.shared, -vp.score))[: cfg.top_k * 2]:
             scored.append(
                 (-float(vp.score[j]), -int(vp.shared[j]), int(s_first[vp.source[j]]), int(vp.target[j]), t_values)
             )
@@ -259,12 +269,15 @@ def _example_pool(per_column: list[Any], inputs: tuple[int, ...], s_cols: list[p
     pool: list[Example] = []
     seen: set[int] = set()
     for _score, _shared, row, target, t_values in scored:
-        if row in seen:
+        key = t_values[target].as_py()
+        if row in seen or len(key) > cfg.max_chars:
             continue
         seen.add(row)
         values = tuple(s_cols[c][row].as_py() for c in inputs)
-        pool.append(Example(values, t_values[target].as_py()))
-        if len(pool) >= top_k:
+        if any(v is not None and len(v) > cfg.max_example_chars for v in values):
+            continue
+        pool.append(Example(values, key))
+        if len(pool) >= cfg.top_k:
             break
     return pool
 

@@ -58,13 +58,15 @@ def learn_program(
     max_operators: int = 10,
     breadth: int = 3,
     max_steps: int = 400,
+    reach: int = 128,
 ) -> Program | None:
-    """The (greedy) minimum program turning every example's row into its target, or None."""
+    """The (greedy) minimum program turning every example's row into its target, or None
+    (`reach`: an Extract starts at most this many characters from an end of what it slices)."""
     if not examples:
         raise LearnError("no example pairs to learn from")
     if any(not e.target for e in examples):
         raise LearnError("an example's target is empty")
-    search = _Search(list(examples), len(columns), max_operators, breadth, max_steps)
+    search = _Search(list(examples), len(columns), max_operators, breadth, max_steps, reach)
     spans = tuple((0, len(e.target)) for e in examples)
     found = search.solve(spans, max_operators)
     return None if found is None else Program(tuple(found), tuple(columns))
@@ -77,6 +79,7 @@ class _Search:
     max_operators: int
     breadth: int
     max_steps: int
+    reach: int
     steps: int = 0
     memo: dict[tuple[tuple[tuple[int, int], ...], int], list[Operator] | None] = field(default_factory=dict)
 
@@ -148,7 +151,8 @@ class _Search:
                 spans = found.get(cased)
                 if spans is None:  # one part is reached by several paths (k and k - n at least)
                     shares = any(cased[i : i + 3] in trigrams for i in range(len(cased) - 2))
-                    spans = _spans(cased, first) if shares or len(cased) <= 3 else _short_prefixes(cased, first)
+                    whole = shares or len(cased) <= 3
+                    spans = _spans(cased, first, self.reach) if whole else _short_prefixes(cased, first)
                     found[cased] = spans
                 if not spans:
                     continue
@@ -251,19 +255,23 @@ def _parts(value: str) -> list[tuple[str, int, str]]:
     return out
 
 
-def _spans(element: str, segment: str) -> list[tuple[int, int]]:
-    """The slices of `element` worth trying against `segment`: from each start, the longest match
-    occurring in the segment (a matching statistic), and every prefix of the element that occurs
-    (an initial, a fixed-length code)."""
+def _spans(element: str, segment: str, reach: int | None = None) -> list[tuple[int, int]]:
+    """The slices of `element` worth trying against `segment`: from each start within `reach` of
+    an end (None: any), the longest match occurring in the segment (a matching statistic), and
+    every prefix of the element that occurs (an initial, a fixed-length code). A match from i less
+    its first character is a match from i + 1, so each start's search begins at the previous end:
+    linear in the element's length, not cubic (long texts made this the search's cost)."""
     out = []
+    end = 0
+    far = len(element) if reach is None else reach
     for i in range(len(element)):
-        m = 0
-        while i + m < len(element) and element[i : i + m + 1] in segment:
-            m += 1
-        if m:
-            out.append((i, i + m))
+        end = max(end, i)
+        while end < len(element) and element[i : end + 1] in segment:
+            end += 1
+        if end > i and (i < far or i >= len(element) - far):
+            out.append((i, end))
             if i == 0:
-                out.extend((0, j) for j in range(1, m))
+                out.extend((0, j) for j in range(1, end))
     return out
 
 
@@ -281,18 +289,21 @@ def _bounds(start: int, end: int, length: int) -> list[tuple[int, int | None]]:
 
 def _common_substrings(segments: list[str]) -> list[str]:
     """Strings occurring in every segment that no longer such string contains (the Constants).
-    From each start, the longest one is found growing it: a string in every segment has its
-    prefixes there too, so the first that is not ends the search (few characters, in practice,
-    where shrinking from the whole segment tried nearly every length)."""
+    From each start, the longest one is found growing it; a string in every segment has its
+    suffixes there too, so the next start's search begins where this one ended, and a start whose
+    string ends where the previous one's did holds a part of it (not kept): linear in the first
+    segment's length where growing from every start was cubic on long texts."""
     first = segments[0]
     rest = segments[1:]
     found: set[str] = set()
+    end = 0
     for i in range(len(first)):
-        j = i
-        while j < len(first) and all(first[i : j + 1] in seg for seg in rest):
-            j += 1
-        if j > i:
-            found.add(first[i:j])
+        reached = max(end, i)
+        while reached < len(first) and all(first[i : reached + 1] in seg for seg in rest):
+            reached += 1
+        if reached > i and (i == 0 or reached > end):
+            found.add(first[i:reached])
+        end = reached
     return [t for t in found if not any(t != u and t in u for u in found)]
 
 

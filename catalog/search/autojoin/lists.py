@@ -20,11 +20,13 @@ learns the pairs of its added and changed columns (and of lists its new columns 
 lists equal a full build's.
 
 **Work bound.** Learning a pair reads two columns from bronze and runs Auto-Join on them
-(tenths of a second to seconds). At most `list_max_pairs` pairs are learned per publish, in
-column_id order of the lists needing them; a list whose pairs would pass the bound is left
-*pending* (its rank-0 marker has coverage `PENDING`): the lookup says so and points to `search
-transform`, and the next publish learns it first (pending lists are the only ones with nothing
-stored). A first build of a large lake thus fills its lists over several publishes.
+(hundredths of a second, seconds at most: examples are not learned from values past
+`max_example_chars`). A batch's publish learns at most `list_max_pairs` pairs, the backlog's
+(after every batch is published) or a rebuild's at most `list_backlog_pairs`, in column_id order
+of the lists needing them; a list whose pairs would pass the bound is left *pending* (its rank-0
+marker has coverage `PENDING`): the lookup says so and points to `search transform`, and the next
+publish learns it first (pending lists are the only ones with nothing stored). So a small change
+is published in seconds, and a first build's lists are learned by the backlog right after it.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from catalog.search.autojoin.settings import AutojoinSettings
 log = logging.getLogger(__name__)
 
 LISTS_FACT = "lists"  # autojoin_meta key: {"params", "state": "current" | "partial", "n_pending", "bound"}
-LISTS_VERSION = 1  # bumped when what a list holds changes: lists of another version are made again
+LISTS_VERSION = 2  # bumped when what a list holds changes: lists of another version are made again
 PENDING = -1  # the rank-0 marker's coverage while the list waits for a publish within the bound
 TO_CANDIDATE, FROM_CANDIDATE = "to_candidate", "from_candidate"
 _CHUNK = 500
@@ -119,17 +121,21 @@ def refresh_transform_lists(
 ) -> dict[str, int]:
     """Bring `autojoin_lists` to `candidates` (every listed column's, from `candidates.py`):
     programs stored for pairs of untouched tables are kept (`touched` None: none is), the others
-    learned within `list_max_pairs` from the columns `load` reads ((header, values) by
-    column_id); only lists that changed are rewritten. Without `backlog` (a change batch), the
-    lists an earlier publish left pending stay so, unless the batch touched their table: a batch
-    learns what its own changes call for, and the backlog is learned after it is published."""
+    learned from the columns `load` reads ((header, values) by column_id) within
+    `list_backlog_pairs`; only lists that changed are rewritten. Without `backlog` (a change
+    batch), the bound is `list_max_pairs` and the lists an earlier publish left pending stay so,
+    unless the batch touched their table: a batch learns what its own changes call for, and the
+    backlog is learned after it is published."""
     state = _state(conn)
     stored = _stored_rows(conn)
     current = state.get("params") == _params(cfg)
     known = _known_pairs(stored, touched) if touched is not None and current else {}
     waiting = _waiting(stored, touched) if touched is not None and current and not backlog else set()
-    learn, pending = _plan({c: v for c, v in candidates.items() if c not in waiting}, known, cfg.list_max_pairs)
+    bound = cfg.list_backlog_pairs if backlog else cfg.list_max_pairs
+    learn, pending = _plan({c: v for c, v in candidates.items() if c not in waiting}, known, bound)
     pending |= waiting & candidates.keys()
+    if learn:
+        log.info("learning transformation pairs", extra={"pairs": len(learn), "bound": bound})
     columns = load({c for p in learn for c in p}) if learn else {}
     memo = GramMemo()  # a column is in up to 2 x list_candidates pairs, cut in both directions of each
     for first, second in sorted(learn):
@@ -139,7 +145,7 @@ def refresh_transform_lists(
     changed = sorted(c for c, rows in fresh.items() if stored.get(c, (None, []))[1] != rows)
     _delete_lists(conn, gone + changed)
     _insert_lists(conn, {c: fresh[c] for c in changed}, {c: candidates[c].table_id for c in changed})
-    _write_state(conn, cfg, len(pending))
+    _write_state(conn, cfg, len(pending), bound)
     if pending:
         log.warning("transformation lists over the work bound", extra={"pending": len(pending)})
     return {
@@ -268,9 +274,10 @@ def _insert_lists(conn: Connection, lists: Mapping[str, list[Row]], tables: Mapp
 
 
 def _params(cfg: AutojoinSettings) -> dict[str, Any]:
-    """What a list depends on: the settings (the bound aside: it decides when, not what)."""
+    """What a list depends on: the settings (the bounds aside: they decide when, not what)."""
     settings = dataclasses.asdict(cfg)
     settings.pop("list_max_pairs")
+    settings.pop("list_backlog_pairs")
     return {"version": LISTS_VERSION, **settings}
 
 
@@ -287,12 +294,12 @@ def _state(conn: Connection) -> dict[str, Any]:
     return out
 
 
-def _write_state(conn: Connection, cfg: AutojoinSettings, n_pending: int) -> None:
+def _write_state(conn: Connection, cfg: AutojoinSettings, n_pending: int, bound: int) -> None:
     fact = {
         "params": _params(cfg),
         "state": "partial" if n_pending else "current",
         "n_pending": n_pending,
-        "bound": cfg.list_max_pairs,
+        "bound": bound,
     }
     conn.execute(delete(AutojoinMeta).where(AutojoinMeta.key == LISTS_FACT))
     conn.execute(insert(AutojoinMeta), [{"key": LISTS_FACT, "value": json.dumps(fact)}])

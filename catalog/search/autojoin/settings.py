@@ -20,7 +20,13 @@ class AutojoinSettings:
     q_min: int = 3
     q_max: int = 12
     max_nm: int = 4
-    max_chars: int = 128  # characters of a value cut into q-grams (a code past them is not seen)
+    # characters of a value cut into q-grams (a code past them is not seen); also the longest key a
+    # program is learned to produce, and how far from an end of its input an Extract may start
+    max_chars: int = 128
+    # the longest input value an example pair is learned from (a program still reads longer ones):
+    # the search's paths grow with a value's length times its separators squared, and a real
+    # lake's descriptions of 1,000-5,000 characters took a minute a pair
+    max_example_chars: int = 512
     # candidate generation (Algorithm 5): the top-k example pairs of a column group, r random
     # subsets of b of them per group, at most L example sets in all
     top_k: int = 32
@@ -51,16 +57,17 @@ class AutojoinSettings:
     # column's best `list_candidates` columns by rare q-grams shared (at least `list_min_shared`)
     # among the first `list_tokens` tokens of each column, those sharing `list_max_exact` or more of
     # the smaller sample exactly left out (an equi-join finds them); at most `list_max_pairs` pairs
-    # learned per publish (0.1-0.3 s a pair on the portal's real tables on a 2-core machine since
-    # the program search stopped trying operators some example cannot have; a first build of a
-    # large lake fills its lists over several publishes); columns of tables over `list_max_rows`
-    # rows are not candidates
+    # learned by a batch's publish (a small change is published in seconds) and
+    # `list_backlog_pairs` by the backlog's after it (a first build's lists: about 0.05 s a pair on
+    # the portal's real tables, 2-core machine); columns of tables over `list_max_rows` rows are
+    # not candidates
     list_candidates: int = 3
     list_tokens: int = 64
     list_min_shared: int = 4
     list_max_df: int = 10
     list_max_exact: float = 0.5
     list_max_pairs: int = 64
+    list_backlog_pairs: int = 5000
     list_max_rows: int = 200_000
 
     def __post_init__(self) -> None:
@@ -69,6 +76,7 @@ class AutojoinSettings:
             "q_max": self.q_max >= self.q_min,
             "max_nm": self.max_nm >= 1,
             "max_chars": self.max_chars >= self.q_max,
+            "max_example_chars": self.max_example_chars >= self.max_chars,
             "top_k": self.top_k >= self.examples_per_set,
             "subsets": self.subsets >= 1,
             "examples_per_set": 1 <= self.examples_per_set <= 8,
@@ -91,6 +99,7 @@ class AutojoinSettings:
             "list_max_df": self.list_max_df >= 2,
             "list_max_exact": 0.0 < self.list_max_exact <= 1.0,
             "list_max_pairs": self.list_max_pairs >= 0,
+            "list_backlog_pairs": self.list_backlog_pairs >= 0,
             "list_max_rows": self.list_max_rows >= 1,
         }
         for key, ok in checks.items():

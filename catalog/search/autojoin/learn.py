@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import heapq
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -255,19 +255,28 @@ def _parts(value: str) -> list[tuple[str, int, str]]:
     return out
 
 
+def _match_ends(text: str, occurs: Callable[[str], bool]) -> list[int]:
+    """For each start i of `text`, the end of the longest text[i:end] that `occurs` (i when none:
+    a matching statistic). A match from i less its first character is a match from i + 1, so each
+    start's search begins where the previous one ended: linear in the text's length, where growing
+    every start from scratch was cubic (long texts made that the search's cost)."""
+    ends = []
+    end = 0
+    for i in range(len(text)):
+        end = max(end, i)
+        while end < len(text) and occurs(text[i : end + 1]):
+            end += 1
+        ends.append(end)
+    return ends
+
+
 def _spans(element: str, segment: str, reach: int | None = None) -> list[tuple[int, int]]:
     """The slices of `element` worth trying against `segment`: from each start within `reach` of
-    an end (None: any), the longest match occurring in the segment (a matching statistic), and
-    every prefix of the element that occurs (an initial, a fixed-length code). A match from i less
-    its first character is a match from i + 1, so each start's search begins at the previous end:
-    linear in the element's length, not cubic (long texts made this the search's cost)."""
+    an end (None: any), the longest match occurring in the segment, and every prefix of the
+    element that occurs (an initial, a fixed-length code)."""
     out = []
-    end = 0
     far = len(element) if reach is None else reach
-    for i in range(len(element)):
-        end = max(end, i)
-        while end < len(element) and element[i : end + 1] in segment:
-            end += 1
+    for i, end in enumerate(_match_ends(element, segment.__contains__)):
         if end > i and (i < far or i >= len(element) - far):
             out.append((i, end))
             if i == 0:
@@ -288,22 +297,13 @@ def _bounds(start: int, end: int, length: int) -> list[tuple[int, int | None]]:
 
 
 def _common_substrings(segments: list[str]) -> list[str]:
-    """Strings occurring in every segment that no longer such string contains (the Constants).
-    From each start, the longest one is found growing it; a string in every segment has its
-    suffixes there too, so the next start's search begins where this one ended, and a start whose
-    string ends where the previous one's did holds a part of it (not kept): linear in the first
-    segment's length where growing from every start was cubic on long texts."""
+    """Strings occurring in every segment that no longer such string contains (the Constants):
+    from each start of the first segment the longest one; a start whose string ends where the
+    previous start's did holds a part of it and is not kept."""
     first = segments[0]
     rest = segments[1:]
-    found: set[str] = set()
-    end = 0
-    for i in range(len(first)):
-        reached = max(end, i)
-        while reached < len(first) and all(first[i : reached + 1] in seg for seg in rest):
-            reached += 1
-        if reached > i and (i == 0 or reached > end):
-            found.add(first[i:reached])
-        end = reached
+    ends = _match_ends(first, lambda text: all(text in seg for seg in rest))
+    found = {first[i:end] for i, end in enumerate(ends) if end > i and (i == 0 or end > ends[i - 1])}
     return [t for t in found if not any(t != u and t in u for u in found)]
 
 

@@ -34,7 +34,8 @@ Juncture indexes the lake as `bench.pipeline_bench` does (its helpers): `junctur
 * time: crawl and every stage, the relate stage's unionable part apart;
 * with `--fit` (at the first scale): the signal weights fitted to the benchmark on a seeded half
   of the bases and measured on the other half, every column pair's separability per signal, and
-  whether `union_score.MIN_PAIR_SCORE` matters (`bench/union_fit.py`).
+  whether `union_score.MIN_PAIR_SCORE` matters, and the metrics with every relevant table made a
+  candidate, which splits the loss between candidate generation and scoring (`bench/union_fit.py`).
 
 `--scale N` lakes hold N copies of every distractor (`pipeline_bench.scaled_files`: copy c > 0
 perturbs a share of the values) beside one copy of the families, so the truth stays exact.

@@ -14,8 +14,15 @@ embedding is projected on `BANDS` × `BAND_BITS` fixed random hyperplanes, and e
 form a key `~<band>:<bits>`. Two columns whose embeddings have cosine c share a given band's key
 with probability (1 - arccos(c)/π)^BAND_BITS (random-hyperplane LSH): for c = 0.95 they share at
 least one of the 10 keys with probability 0.98, for c = 0.8 0.65, for unrelated columns (c near 0)
-about 1%. Keys are candidate evidence like rare headers; numeric columns get none (digits look
-alike to a character embedder whatever they measure).
+about 1%. Keys are candidate evidence like rare headers.
+
+Numeric columns get no band keys (digits look alike to a character embedder whatever they
+measure) but two *distribution keys* instead (`distribution_keys`): their mean and standard
+deviation on a log scale, binned on a grid and on the same grid shifted by half a bin, so that two
+near distributions still share a key when one grid puts an edge between them. They are what lets a
+table find a renamed partner whose numbers were reformatted: no header, no value and no band key in
+common, the same distributions. On the union benchmark over the portal's whole seed they raised the share of
+relevant tables among the candidates from 0.965 to 0.985 and MAP@10 from 0.923 to 0.934.
 """
 
 from __future__ import annotations
@@ -51,6 +58,8 @@ SHAPES_KEPT = 8
 EMBEDDING_SAMPLE = 128
 BANDS, BAND_BITS = 10, 10
 BAND_PREFIX = "~"  # normalized headers are letters and digits only, so a band key never equals one
+DISTRIBUTION_PREFIX = "#"  # nor a distribution key
+DISTRIBUTION_STEP = 0.5  # a bin's width in log2 units: means (and deviations) within a factor √2
 _HYPERPLANES = np.random.default_rng(20261125).standard_normal((DEFAULT_EMBEDDER.dimension, BANDS * BAND_BITS))
 
 FEATURES_SCHEMA = pa.schema(
@@ -69,6 +78,17 @@ FEATURES_SCHEMA = pa.schema(
         ("bands", pa.list_(pa.string())),
     ]
 )
+_STATS = pa.schema(
+    [
+        ("column_id", pa.string()),
+        ("table_id", pa.string()),
+        ("size", pa.int64()),
+        ("numeric", pa.bool_()),
+        ("mean", pa.float64()),
+        ("std", pa.float64()),
+    ]
+)
+_KEYED = pa.schema([*_STATS, ("distribution_keys", pa.list_(pa.string()))])
 _SAMPLED = pa.schema(
     [
         ("column_id", pa.string()),
@@ -82,6 +102,27 @@ _SAMPLED = pa.schema(
 # ---------------------------------------------------------------------- the features
 def column_features(store: LakeStore, tokens: DataFrame) -> DataFrame:
     """FEATURES_SCHEMA rows of the columns in `tokens` (table_id, column_id, token, n)."""
+    stats = column_stats(tokens).mapInArrow(_keyed_batches, schema=from_arrow_schema(_KEYED))
+    headers = column_headers_frame(store.read(DATASETS, columns=["table_id", "headers"]))
+    feats = (
+        stats.join(headers.select("column_id", "header", F.col("col").alias("position")), "column_id")
+        .join(value_sample_features(tokens), "column_id", "left")
+        .withColumn("bands", F.when(F.col("numeric"), F.col("distribution_keys")).otherwise(F.col("bands")))
+    )
+    derived = F.when(F.col("numeric"), F.lit("numeric")).otherwise(F.lit("text"))
+    if store.exists(PROFILES):
+        prof = store.read(PROFILES).select("column_id", F.col("inferred_type").alias("ptype"))
+        feats = feats.join(prof, "column_id", "left").withColumn("type", F.coalesce("ptype", derived)).drop("ptype")
+    else:
+        feats = feats.withColumn("type", derived)
+    schema = from_arrow_schema(FEATURES_SCHEMA)
+    return feats.select(*(F.col(f.name).cast(f.dataType) for f in schema.fields))
+
+
+def column_stats(tokens: DataFrame) -> DataFrame:
+    """(column_id, table_id, size, numeric, mean, std) of each column: its distinct values, whether
+    at least 90% of its values (with multiplicity) are finite numbers, and their mean and standard
+    deviation."""
     num = F.expr("try_cast(token AS double)")
     finite = num.isNotNull() & ~F.isnan(num) & (F.abs(num) < F.lit(1e300))
     t = tokens.withColumn("x", F.when(finite, num))
@@ -93,7 +134,7 @@ def column_features(store: LakeStore, tokens: DataFrame) -> DataFrame:
         F.sum(F.when(F.col("x").isNotNull(), F.col("n"))).alias("nx"),
     )
     var = F.greatest(F.col("sxx") / F.col("nx") - F.col("mean") * F.col("mean"), F.lit(0.0))
-    stats = stats.select(
+    return stats.select(
         "column_id",
         "table_id",
         "size",
@@ -101,20 +142,33 @@ def column_features(store: LakeStore, tokens: DataFrame) -> DataFrame:
         "mean",
         F.sqrt(var).alias("std"),
     )
-    headers = column_headers_frame(store.read(DATASETS, columns=["table_id", "headers"]))
-    feats = (
-        stats.join(headers.select("column_id", "header", F.col("col").alias("position")), "column_id")
-        .join(value_sample_features(tokens), "column_id", "left")
-        .withColumn("bands", F.when(F.col("numeric"), F.array().cast("array<string>")).otherwise(F.col("bands")))
-    )
-    derived = F.when(F.col("numeric"), F.lit("numeric")).otherwise(F.lit("text"))
-    if store.exists(PROFILES):
-        prof = store.read(PROFILES).select("column_id", F.col("inferred_type").alias("ptype"))
-        feats = feats.join(prof, "column_id", "left").withColumn("type", F.coalesce("ptype", derived)).drop("ptype")
-    else:
-        feats = feats.withColumn("type", derived)
-    schema = from_arrow_schema(FEATURES_SCHEMA)
-    return feats.select(*(F.col(f.name).cast(f.dataType) for f in schema.fields))
+
+
+def _keyed_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: each column's statistics with its distribution keys (none unless numeric)."""
+    for batch in batches:
+        numeric = pc.fill_null(batch.column("numeric"), False).to_numpy(zero_copy_only=False)
+        mean = np.where(numeric, batch.column("mean").to_numpy(zero_copy_only=False), np.nan)
+        keys = distribution_keys(mean, batch.column("std").to_numpy(zero_copy_only=False))
+        yield pa.RecordBatch.from_arrays([*batch.columns, keys], schema=_KEYED)
+
+
+def distribution_keys(mean: np.ndarray, std: np.ndarray) -> pa.ListArray:
+    """Each (mean, std)'s two keys: `#<m>:<s>` on a grid of `DISTRIBUTION_STEP` in log2(1 + |x|)
+    (the mean's sign kept) and `#h<m>:<s>` on that grid shifted by half a step (none where the mean
+    is missing). The same numpy arithmetic serves the stage and the tests' oracle, so both bin alike."""
+    with np.errstate(invalid="ignore"):
+        m = np.sign(mean) * np.log2(np.abs(mean) + 1.0) / DISTRIBUTION_STEP
+        d = np.log2(np.abs(np.nan_to_num(std)) + 1.0) / DISTRIBUTION_STEP
+    grid, shifted = np.floor(m) + 0.0, np.floor(m + 0.5) + 0.0  # + 0.0: no "-0" key beside "0"
+    grid_d, shifted_d = np.floor(d) + 0.0, np.floor(d + 0.5) + 0.0
+    keys = [
+        [f"{DISTRIBUTION_PREFIX}{a:.0f}:{b:.0f}", f"{DISTRIBUTION_PREFIX}h{c:.0f}:{e:.0f}"] if ok else []
+        for a, b, c, e, ok in zip(
+            grid.tolist(), grid_d.tolist(), shifted.tolist(), shifted_d.tolist(), np.isfinite(m).tolist(), strict=True
+        )
+    ]
+    return pa.array(keys, pa.list_(pa.string()))
 
 
 def value_sample_features(tokens: DataFrame) -> DataFrame:

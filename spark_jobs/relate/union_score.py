@@ -12,13 +12,20 @@ Table union search (Nargesian, Zhu, Pu, Miller, "Table Union Search on Open Data
   cosine of their value embeddings (`catalog.core.embedding`). A signal returns NaN where it has
   nothing to say, and drops out of that pair's mean; a further signal is one more `ColumnSignal`.
 * **Table-pair score**: maximum-weight bipartite matching of the column-pair scores
-  (`scipy.optimize.linear_sum_assignment`); pairs under `MIN_PAIR_SCORE` are left unaligned, and the
-  sum of the aligned scores is divided by the wider table's column count.
+  (`scipy.optimize.linear_sum_assignment`); pairs under `MIN_PAIR_SCORE` are left unaligned. Each
+  aligned pair counts with the *weight* of the table's own column: how rarely that column finds a
+  match among the table's candidates (`column_weights`: a `rownames` or `year` column that matches
+  in nearly every candidate says little about which of them is a partner, a column that matches in
+  a few says much). The score is the aligned share of the table's total column weight, times its
+  column count over the wider table's (a wider candidate is penalised for what it adds): an exact
+  copy scores 1 and nothing scores more. Without weights this is the aligned scores' sum over the
+  wider table's column count, as before the weights.
 
 Why arrays: a table is scored against all its candidates in one group, so every signal is one numpy
 expression over an (own columns × candidate columns) matrix instead of a Python call per column
 pair; only the matching itself runs per candidate. The matching runs on the matrix oriented with the
-table whose id sorts first as rows, so both directions of a pair get mirror-image alignments.
+table whose id sorts first as rows, so both directions of a pair get mirror-image alignments (their
+scores differ: each direction weighs its own table's columns).
 """
 
 from __future__ import annotations
@@ -41,6 +48,9 @@ from scipy.optimize import linear_sum_assignment
 from catalog.core.embedding import DEFAULT_EMBEDDER
 
 MIN_PAIR_SCORE = 0.3
+MATCH_SCORE = 0.5  # a column "finds a match" in a candidate when its best pair there scores this much
+WEIGHT_PRIOR = 10  # candidates added to the count a column's weight divides by: a table with few
+# candidates, all of them matching everywhere, keeps most of its columns' weight
 MAX_CELLS = 1 << 22  # column pairs scored at once per table: bounds a scoring group's matrices
 DIMENSION = DEFAULT_EMBEDDER.dimension
 SHAPE_DIGITS = "[0-9]+"
@@ -390,10 +400,11 @@ class Alignment:
     pairs: list[tuple[int, int, float]]
 
 
-def align(scores: np.ndarray, *, rows_first: bool) -> Alignment:
+def align(scores: np.ndarray, *, rows_first: bool, weights: np.ndarray | None = None) -> Alignment:
     """Maximum-weight matching of `scores` (own columns × candidate columns). `rows_first`: this
     table's id sorts before the candidate's; otherwise the matching runs on the transpose, so that
-    the pair's two directions agree."""
+    the pair's two directions align the same columns. `weights`: each own column's weight in the
+    table score (`column_weights`; all 1 when None)."""
     if scores.size == 0:
         return Alignment(0.0, [])
     oriented = scores if rows_first else scores.T
@@ -402,15 +413,31 @@ def align(scores: np.ndarray, *, rows_first: bool) -> Alignment:
         zip(rows.tolist(), cols.tolist(), strict=True) if rows_first else zip(cols.tolist(), rows.tolist(), strict=True)
     )
     pairs = sorted((i, j, round(float(scores[i, j]), 6)) for i, j in matched if scores[i, j] >= MIN_PAIR_SCORE)
-    return Alignment(sum(p[2] for p in pairs) / max(scores.shape), pairs)
+    w = np.ones(scores.shape[0]) if weights is None else weights
+    share = sum(float(w[i]) * score for i, _, score in pairs) / float(w.sum())
+    return Alignment(share * scores.shape[0] / max(scores.shape), pairs)
+
+
+def column_weights(matches: np.ndarray, n_candidates: int) -> np.ndarray:
+    """Each own column's weight in the table score, from `matches`: in how many of the table's
+    `n_candidates` candidates it finds a match (best pair score at least `MATCH_SCORE`). One minus
+    that share, counted over `WEIGHT_PRIOR` more candidates than there are: the rarer the match,
+    the more it says that a candidate is a partner rather than a table with a common column."""
+    return 1.0 - matches / (n_candidates + WEIGHT_PRIOR)
 
 
 def alignment_json(
-    own: Columns, other: Columns, offset: int, alignment: Alignment, values: Mapping[str, np.ndarray]
+    own: Columns,
+    other: Columns,
+    offset: int,
+    alignment: Alignment,
+    values: Mapping[str, np.ndarray],
+    weights: np.ndarray,
 ) -> str:
-    """The published alignment: each aligned pair with its score and the signals that applied
-    (the candidate's columns start at `offset` in `other`; `values`: each signal's value for each
-    pair of `alignment.pairs`, NaN where it did not)."""
+    """The published alignment: each aligned pair with its score, the weight of the own column in
+    the table score (`column_weights`) and the signals that applied (the candidate's columns start
+    at `offset` in `other`; `values`: each signal's value for each pair of `alignment.pairs`, NaN
+    where it did not)."""
     return json.dumps(
         [
             {
@@ -419,6 +446,7 @@ def alignment_json(
                 "candidate_column_id": other.column_id[offset + j],
                 "candidate_column": other.header[offset + j],
                 "score": score,
+                "weight": round(float(weights[i]), 6),
                 "signals": {k: round(float(v[n]), 6) for k, v in values.items() if not math.isnan(v[n])},
             }
             for n, (i, j, score) in enumerate(alignment.pairs)
@@ -500,19 +528,29 @@ def rank_spans(
     time, at most `MAX_CELLS` column pairs (a wider candidate alone), in blocks of own columns of
     at most `MAX_CELLS` pairs each, keeping only the combined score matrix (the signals published
     with an alignment are then recomputed for its pairs alone). A 7,000-column table scored against 50
-    copies of itself would otherwise need matrices of 7,000 × 350,000 cells per signal."""
+    copies of itself would otherwise need matrices of 7,000 × 350,000 cells per signal. The column
+    weights need every candidate's matches before any matching: candidates that fit in one run are
+    scored once, more runs are each scored twice."""
     if not spans or not len(own):
         return []
+    runs = _runs(spans, len(own))
+    scored: list[_Scored] = []
+    matches = np.zeros(len(own))
+    for run in runs:
+        done = _score_run(own, everyone, overlap, run, signals)
+        for _, lo, hi in run:
+            if hi > lo:
+                matches += done.scores[:, lo - done.first : hi - done.first].max(axis=1) >= MATCH_SCORE
+        if len(runs) == 1:  # kept for the matching; with more runs, each is scored again (bounded memory)
+            scored.append(done)
+    weights = column_weights(matches, len(spans))
     best: list[_Ranked] = []
-    for run in _runs(spans, len(own)):
-        first, last = run[0][1], run[-1][2]
-        part = everyone if (first, last) == (0, len(everyone)) else everyone.take(np.arange(first, last))
-        block = overlap[:, first:last]
-        parts = pair_scores(own, part, block, signals)[1] if len(own) * (last - first) <= MAX_CELLS else None
-        scores = _weighted_mean(parts, signals) if parts is not None else _score_matrix(own, part, block, signals)
+    for n, run in enumerate(runs):
+        done = scored[n] if scored else _score_run(own, everyone, overlap, run, signals)
+        first, part, block, parts = done.first, done.part, done.block, done.parts
         found = []
         for other, lo, hi in run:
-            alignment = align(scores[:, lo - first : hi - first], rows_first=table_id < other)
+            alignment = align(done.scores[:, lo - first : hi - first], rows_first=table_id < other, weights=weights)
             if alignment.pairs:
                 found.append(_Ranked(-alignment.score, other, alignment, lo - first, hi - first))
         best = sorted([*best, *found], key=lambda r: (r.neg_score, r.other))[:k]
@@ -525,7 +563,7 @@ def rank_spans(
                         own, part.take(np.arange(r.lo, r.hi)), block[:, r.lo : r.hi], r.alignment.pairs, signals
                     )
                 )
-                r.described = alignment_json(own, part, r.lo, r.alignment, values)
+                r.described = alignment_json(own, part, r.lo, r.alignment, values, weights)
     return [
         {
             "table_id": table_id,
@@ -537,6 +575,35 @@ def rank_spans(
         }
         for rank, r in enumerate(best, start=1)
     ]
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """One run of candidates scored: its columns `part` (starting at `first` of everyone), the
+    overlaps `block`, the combined `scores`, and each signal's matrix when they fit in memory."""
+
+    first: int
+    part: Columns
+    block: np.ndarray
+    parts: dict[str, np.ndarray] | None
+    scores: np.ndarray
+
+
+def _score_run(
+    own: Columns,
+    everyone: Columns,
+    overlap: np.ndarray,
+    run: Sequence[tuple[str, int, int]],
+    signals: Sequence[ColumnSignal],
+) -> _Scored:
+    """`rank_spans`' scores of one run of candidates: every signal's matrix kept when the run fits
+    in `MAX_CELLS` column pairs, else only the combined scores, computed in blocks of own columns."""
+    first, last = run[0][1], run[-1][2]
+    part = everyone if (first, last) == (0, len(everyone)) else everyone.take(np.arange(first, last))
+    block = overlap[:, first:last]
+    parts = pair_scores(own, part, block, signals)[1] if len(own) * (last - first) <= MAX_CELLS else None
+    scores = _weighted_mean(parts, signals) if parts is not None else _score_matrix(own, part, block, signals)
+    return _Scored(first, part, block, parts, scores)
 
 
 @dataclass

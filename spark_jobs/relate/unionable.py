@@ -9,7 +9,9 @@ scored, in Spark SQL, so that the work grows with the lake and not with its squa
   tables almost nothing, one carried by more is not used — web tables headed `0`, `1`, `2` share
   them by the hundred); the band keys of its columns' value embeddings, weighted the same way and
   divided by the number of bands (`spark_jobs.relate.union_features`: tables whose columns hold
-  similar values without sharing a header or a value find each other); plus value evidence from the
+  similar values without sharing a header or a value find each other); the distribution keys of
+  their numeric columns (mean and deviation binned on a log scale), weighted like headers; plus
+  value evidence from the
   joinable lists (for each of the table's columns, its best containment with a column of the
   candidate). Ties go to the smaller table id.
 * **Scoring in groups.** One Arrow group per listed table holds its columns and every candidate's
@@ -111,7 +113,8 @@ def table_headers(store: LakeStore, features: DataFrame) -> DataFrame:
 def header_weights(headers: DataFrame, max_tables: int) -> DataFrame:
     """(h, df, w): headers carried by 2 to `max_tables` tables, weighted by rarity, from 1 (two
     tables) down towards 0 (`max_tables` tables); a band key weighs 1/BANDS of a header of the same
-    rarity (a column as near as another in every band weighs about one rare header). A weight
+    rarity (a column as near as another in every band weighs about one rare header), a
+    distribution key as much as a header (a numeric column has two, one per grid). A weight
     depends on nothing but the header's own table count, so a batch changes only the weights of the
     headers it adds or removes."""
     top = float(max(max_tables, 2)) + 1.0

@@ -13,7 +13,7 @@ from catalog.core.embedding import DEFAULT_EMBEDDER, set_vectors
 from catalog.core.identity import column_headers, normalize_token
 from spark_jobs.crawl.land import ParsedTable
 from spark_jobs.relate import union_score
-from spark_jobs.relate.union_features import EMBEDDING_SAMPLE, SHAPES_KEPT, band_keys
+from spark_jobs.relate.union_features import EMBEDDING_SAMPLE, SHAPES_KEPT, band_keys, distribution_keys
 from tests.relations.lakes import column_sets
 
 
@@ -81,9 +81,20 @@ def oracle_lists(tables: Sequence[ParsedTable], k: int, *, evidence_only: bool) 
 
 
 def evidence_keys(table: ParsedTable, columns: list[dict[str, Any]]) -> set[str]:
-    """The table's normalized headers and the band keys of its non-numeric columns' embeddings."""
+    """The table's normalized headers, the band keys of its non-numeric columns' embeddings and the
+    distribution keys of its numeric columns."""
     headers = {"".join(c for c in h if c.isascii() and c.isalnum()).lower() for h in table.headers} - {""}
-    return headers | _bands(columns)
+    return headers | _bands(columns) | _distributions(columns)
+
+
+def _distributions(columns: list[dict[str, Any]]) -> set[str]:
+    """The distribution keys of a table's numeric columns."""
+    numeric = [c for c in columns if c["numeric"]]
+    if not numeric:
+        return set()
+    mean = np.array([c["mean"] for c in numeric], dtype=float)
+    std = np.array([c["std"] for c in numeric], dtype=float)
+    return {key for keys in distribution_keys(mean, std).to_pylist() for key in keys}
 
 
 def _bands(columns: list[dict[str, Any]]) -> set[str]:

@@ -113,19 +113,10 @@ def best_overlaps(joinable: pa.Table, table_ids: Sequence[str]) -> pa.Table:
 def scoring_groups(candidates: pa.Table, overlaps: pa.Table, table_ids: Sequence[str]) -> dict[str, pa.Table]:
     """Per table, its candidate rows (column ids null) and its overlap rows (candidate table null),
     as `unionable_rows` unions them before grouping by table."""
-    n_c, n_o = len(candidates), len(overlaps)
+    n_o = len(overlaps)
     rows = pa.concat_tables(
         [
-            pa.table(
-                {
-                    "table_id": candidates.column("table_id"),
-                    "candidate_table_id": candidates.column("candidate_table_id"),
-                    "column_id": pa.nulls(n_c, pa.string()),
-                    "candidate_column_id": pa.nulls(n_c, pa.string()),
-                    "overlap": pa.nulls(n_c, pa.float64()),
-                },
-                schema=GROUP_SCHEMA,
-            ),
+            candidate_rows(candidates.column("table_id"), candidates.column("candidate_table_id")),
             pa.table(
                 {
                     "table_id": overlaps.column("table_id"),
@@ -139,6 +130,21 @@ def scoring_groups(candidates: pa.Table, overlaps: pa.Table, table_ids: Sequence
         ]
     )
     return {t: rows.filter(pc.equal(rows.column("table_id"), t)) for t in table_ids}
+
+
+def candidate_rows(table_ids: pa.Array | pa.ChunkedArray, candidate_ids: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """Scoring-group rows naming candidates (their column ids and overlap null)."""
+    n = len(table_ids)
+    return pa.table(
+        {
+            "table_id": table_ids,
+            "candidate_table_id": candidate_ids,
+            "column_id": pa.nulls(n, pa.string()),
+            "candidate_column_id": pa.nulls(n, pa.string()),
+            "overlap": pa.nulls(n, pa.float64()),
+        },
+        schema=GROUP_SCHEMA,
+    )
 
 
 def load_indexed(store: LakeStore, query_ids: Sequence[str], k: int) -> IndexedLake:
@@ -164,17 +170,7 @@ def with_every_relevant(lake: IndexedLake, truth: Truth) -> IndexedLake:
     groups = {}
     for query, group in lake.groups.items():
         relevant = sorted(truth.relevant(query))
-        n = len(relevant)
-        added = pa.table(
-            {
-                "table_id": [query] * n,
-                "candidate_table_id": relevant,
-                "column_id": pa.nulls(n, pa.string()),
-                "candidate_column_id": pa.nulls(n, pa.string()),
-                "overlap": pa.nulls(n, pa.float64()),
-            },
-            schema=GROUP_SCHEMA,
-        )
+        added = candidate_rows(pa.array([query] * len(relevant), pa.string()), pa.array(relevant, pa.string()))
         groups[query] = pa.concat_tables([group, added])
     return dataclasses.replace(lake, groups=groups)
 

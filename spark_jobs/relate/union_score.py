@@ -534,19 +534,18 @@ def rank_spans(
     if not spans or not len(own):
         return []
     runs = _runs(spans, len(own))
-    scored: list[_Scored] = []
+    kept: _Scored | None = None  # one run is kept for the matching; more are each scored again (bounded memory)
     matches = np.zeros(len(own))
     for run in runs:
         done = _score_run(own, everyone, overlap, run, signals)
         for _, lo, hi in run:
             if hi > lo:
                 matches += done.scores[:, lo - done.first : hi - done.first].max(axis=1) >= MATCH_SCORE
-        if len(runs) == 1:  # kept for the matching; with more runs, each is scored again (bounded memory)
-            scored.append(done)
+        kept = done if len(runs) == 1 else None
     weights = column_weights(matches, len(spans))
     best: list[_Ranked] = []
-    for n, run in enumerate(runs):
-        done = scored[n] if scored else _score_run(own, everyone, overlap, run, signals)
+    for run in runs:
+        done = kept or _score_run(own, everyone, overlap, run, signals)
         first, part, block, parts = done.first, done.part, done.block, done.parts
         found = []
         for other, lo, hi in run:

@@ -424,9 +424,13 @@ class LakeStore:
         """Add rows; creates the table (with `partition_by`) if it does not exist."""
         return self._write(name, data, mode="append", partition_by=partition_by)
 
-    def overwrite(self, name: str, data: Data, *, partition_by: Sequence[str] = ()) -> CommitResult:
-        """Replace the whole table's content in one commit (its history is kept)."""
-        return self._write(name, data, mode="overwrite", partition_by=partition_by)
+    def overwrite(
+        self, name: str, data: Data, *, partition_by: Sequence[str] = (), new_schema: bool = False
+    ) -> CommitResult:
+        """Replace the whole table's content in one commit (its history is kept). `new_schema`: the
+        data's schema replaces the table's (a derived table whose columns changed between releases,
+        recomputed in full); otherwise a different schema is an error."""
+        return self._write(name, data, mode="overwrite", partition_by=partition_by, new_schema=new_schema)
 
     def overwrite_where(
         self,
@@ -492,20 +496,27 @@ class LakeStore:
 
     # ------------------------------------------------------------------ delta-rs machinery
     def _write(
-        self, name: str, data: Data, *, mode: str, partition_by: Sequence[str], cluster_by: str | None = None
+        self,
+        name: str,
+        data: Data,
+        *,
+        mode: str,
+        partition_by: Sequence[str],
+        cluster_by: str | None = None,
+        new_schema: bool = False,
     ) -> CommitResult:
         if self.engine == "delta-spark":
-            return self._spark_write(name, data, mode=mode, partition_by=partition_by)
+            return self._spark_write(name, data, mode=mode, partition_by=partition_by, new_schema=new_schema)
         exists = self.exists(name)
         parts = self.partition_columns(name) if exists else list(partition_by)
         if exists and partition_by and list(partition_by) != parts:
             raise LakeError(name, f"table is partitioned by {parts}, not {list(partition_by)}")
         schema = _arrow_schema_of(data)
-        if exists:
+        if exists and not new_schema:
             self._check_schema(name, schema)
         adds, n_rows = self._stage_files(name, data, parts, cluster_by)
         removes = self._removes(_add_actions(self._latest(name))) if exists and mode == "overwrite" else []
-        return self._commit(name, adds, removes, schema, parts, n_rows, create=not exists)
+        return self._commit(name, adds, removes, schema, parts, n_rows, create=not exists, new_schema=new_schema)
 
     def _replace(
         self,
@@ -694,14 +705,21 @@ class LakeStore:
         n_rows: int,
         *,
         create: bool,
+        new_schema: bool = False,
     ) -> CommitResult:
         faults.checkpoint(f"commit:{name}")
         delta_schema = DeltaSchema.from_arrow(schema)
         if create:
             create_table_with_add_actions(self.uri(name), delta_schema, adds, mode="error", partition_by=parts or None)
         else:
+            # "overwrite" is the mode in which delta-rs writes a new schema into the log; it removes
+            # every old file itself (and refuses remove actions)
+            actions: list[AddAction | RemoveAction] = [*adds] if new_schema else [*removes, *adds]
             self._latest(name).create_write_transaction(
-                [*removes, *adds], mode="append", schema=delta_schema, partition_by=parts or None
+                actions,
+                mode="overwrite" if new_schema else "append",
+                schema=delta_schema,
+                partition_by=parts or None,
             )
         version = self.latest_version(name)
         self._advance(name, version)
@@ -729,9 +747,13 @@ class LakeStore:
         return self.spark
 
     # ------------------------------------------------------------------ delta-spark engine
-    def _spark_write(self, name: str, data: Data, *, mode: str, partition_by: Sequence[str]) -> CommitResult:
+    def _spark_write(
+        self, name: str, data: Data, *, mode: str, partition_by: Sequence[str], new_schema: bool = False
+    ) -> CommitResult:
         df = self._as_spark(data)
         writer = df.write.format("delta").mode(mode)
+        if new_schema:
+            writer = writer.option("overwriteSchema", "true")
         if partition_by:
             writer = writer.partitionBy(*partition_by)
         faults.checkpoint(f"commit:{name}")

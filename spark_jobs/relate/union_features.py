@@ -3,7 +3,8 @@
 One row per indexed column: its header and position, distinct-value count, numeric statistics (share
 of numbers, mean, standard deviation), inferred type (from the profiles), its main value *shapes*
 (`union_score.value_shape`: `2013-01-05` -> `9-9-9`) with their shares, the embedding of a sample of
-its values (`catalog.core.embedding.DEFAULT_EMBEDDER`), and the embedding's *band keys*.
+its values (`catalog.core.embedding.DEFAULT_EMBEDDER`), the embedding's *band keys*, and for a
+numeric column the quantiles of the sample (`sample_quantiles`).
 
 A column's features depend on nothing but its own tokens, header and profile, so a batch computes
 them for the tables it adds and drops those it touches; every other row stays. Scoring reads them
@@ -45,7 +46,7 @@ from spark_jobs.lake.bronze import DATASETS
 from spark_jobs.lake.frames import local_frame
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile.tokens import COLUMN_TOKENS, column_headers_frame
-from spark_jobs.relate.union_score import SHAPE_DIGITS, SHAPE_LENGTH, SHAPE_WORDS
+from spark_jobs.relate.union_score import QUANTILE_POINTS, SHAPE_DIGITS, SHAPE_LENGTH, SHAPE_WORDS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -60,6 +61,7 @@ BANDS, BAND_BITS = 10, 10
 BAND_PREFIX = "~"  # normalized headers are letters and digits only, so a band key never equals one
 DISTRIBUTION_PREFIX = "#"  # nor a distribution key
 DISTRIBUTION_STEP = 0.5  # a bin's width in log2 units: means (and deviations) within a factor √2
+_DECIMAL = r"^-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$"  # what `sample_quantiles` reads as a number
 _HYPERPLANES = np.random.default_rng(20261125).standard_normal((DEFAULT_EMBEDDER.dimension, BANDS * BAND_BITS))
 
 FEATURES_SCHEMA = pa.schema(
@@ -76,6 +78,7 @@ FEATURES_SCHEMA = pa.schema(
         ("shapes", pa.list_(pa.struct([("shape", pa.string()), ("share", pa.float64())]))),
         ("embedding", pa.list_(pa.float32())),
         ("bands", pa.list_(pa.string())),
+        ("quantiles", pa.list_(pa.float64())),
     ]
 )
 _STATS = pa.schema(
@@ -95,6 +98,7 @@ _SAMPLED = pa.schema(
         FEATURES_SCHEMA.field("shapes"),
         FEATURES_SCHEMA.field("embedding"),
         FEATURES_SCHEMA.field("bands"),
+        FEATURES_SCHEMA.field("quantiles"),
     ]
 )
 
@@ -108,6 +112,7 @@ def column_features(store: LakeStore, tokens: DataFrame) -> DataFrame:
         stats.join(headers.select("column_id", "header", F.col("col").alias("position")), "column_id")
         .join(value_sample_features(tokens), "column_id", "left")
         .withColumn("bands", F.when(F.col("numeric"), F.col("distribution_keys")).otherwise(F.col("bands")))
+        .withColumn("quantiles", F.when(F.col("numeric"), F.col("quantiles")))
     )
     derived = F.when(F.col("numeric"), F.lit("numeric")).otherwise(F.lit("text"))
     if store.exists(PROFILES):
@@ -172,12 +177,13 @@ def distribution_keys(mean: np.ndarray, std: np.ndarray) -> pa.ListArray:
 
 
 def value_sample_features(tokens: DataFrame) -> DataFrame:
-    """(column_id, shapes, embedding, bands) from a sample of each column's distinct values: all of
+    """(column_id, shapes, embedding, bands, quantiles) from a sample of each column's distinct values: all of
     them up to `EMBEDDING_SAMPLE`, else those whose hash falls under a threshold that keeps about
     `EMBEDDING_SAMPLE` (the same values are kept in every column that holds them, so equal columns
     get equal features). The shapes are the sample's `SHAPES_KEPT` most common value shapes
     (`union_score.value_shape`) with the share of the sampled values that have each; the embedding
-    is the unit mean of the sampled values' embeddings, with its band keys. Computed in Arrow
+    is the unit mean of the sampled values' embeddings, with its band keys; the quantiles are those of
+    the sampled values that are numbers (`sample_quantiles`). Computed in Arrow
     batches of many columns: one pyarrow/numpy pass per batch."""
     sizes = F.broadcast(tokens.groupBy("column_id").agg(F.count(F.lit(1)).alias("size")))
     keep = (F.col("size") <= EMBEDDING_SAMPLE) | (
@@ -189,7 +195,7 @@ def value_sample_features(tokens: DataFrame) -> DataFrame:
 
 
 def _sample_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: each row's sampled values -> its shapes, embedding and band keys."""
+    """mapInArrow body: each row's sampled values -> its shapes, embedding, band keys and quantiles."""
     dimension = DEFAULT_EMBEDDER.dimension
     for batch in batches:
         lists = batch.column("values")
@@ -200,8 +206,9 @@ def _sample_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatc
         step = pa.array(np.arange(len(batch) + 1, dtype=np.int32) * dimension)
         embedding = pa.ListArray.from_arrays(step, pa.array(vectors.reshape(-1), pa.float32()))
         shapes = shape_shares(values, owners, np.diff(offsets))
+        quantiles = quantile_lists(sample_quantiles(values, owners, len(batch)))
         yield pa.RecordBatch.from_arrays(
-            [batch.column("column_id"), shapes, embedding, band_keys(vectors)], schema=_SAMPLED
+            [batch.column("column_id"), shapes, embedding, band_keys(vectors), quantiles], schema=_SAMPLED
         )
 
 
@@ -224,6 +231,47 @@ def shape_shares(values: pa.Array, owners: np.ndarray, counts: np.ndarray) -> pa
     return pa.ListArray.from_arrays(pa.array(bounds), items)
 
 
+def sample_quantiles(values: pa.Array, owners: np.ndarray, n_owners: int) -> np.ndarray:
+    """(n_owners, len(QUANTILE_POINTS)): for each owner, the `QUANTILE_POINTS` quantiles (linear
+    interpolation, numpy's default) of those of its `values` that are finite decimal numbers; a row
+    of NaN for an owner with fewer than two. The stage and the tests' oracle both compute them here.
+
+    Why quantiles besides the mean and deviation: random rows of one column keep its quantiles, and
+    real columns whose means and deviations agree often differ in shape (a count beside a measure, a
+    skewed column beside a symmetric one): `union_score.quantile_closeness` compares them."""
+    out = np.full((n_owners, len(QUANTILE_POINTS)), np.nan)
+    is_number = pc.fill_null(pc.match_substring_regex(values, _DECIMAL), False).to_numpy(zero_copy_only=False)
+    if not is_number.any():
+        return out
+    x = pc.cast(values.filter(pa.array(is_number)), pa.float64()).to_numpy(zero_copy_only=False)
+    own = np.asarray(owners)[is_number]
+    finite = np.isfinite(x) & (np.abs(x) < 1e300)
+    x, own = x[finite], own[finite]
+    order = np.lexsort((x, own))
+    x, own = x[order], own[order]
+    counts = np.bincount(own, minlength=n_owners)
+    has = counts >= 2
+    if not has.any():
+        return out
+    starts = (np.cumsum(counts) - counts)[has, None]
+    at = QUANTILE_POINTS[None, :] * (counts[has, None] - 1)
+    lo = np.floor(at).astype(np.int64)
+    hi = np.minimum(lo + 1, counts[has, None] - 1)
+    frac = at - lo
+    out[has] = x[starts + lo] * (1.0 - frac) + x[starts + hi] * frac
+    return out
+
+
+def quantile_lists(quantiles: np.ndarray) -> pa.ListArray:
+    """Rows of `sample_quantiles` as a list column, null where a row is NaN."""
+    known = ~np.isnan(quantiles).any(axis=1)
+    width = quantiles.shape[1]
+    offsets = np.r_[0, np.cumsum(np.where(known, width, 0))].astype(np.int32)
+    return pa.ListArray.from_arrays(
+        pa.array(offsets), pa.array(quantiles[known].reshape(-1), pa.float64()), mask=pa.array(~known)
+    )
+
+
 def band_keys(vectors: np.ndarray) -> pa.ListArray:
     """Each vector's `BANDS` keys (none for a zero vector)."""
     bits = (vectors.astype(np.float64) @ _HYPERPLANES) > 0
@@ -240,13 +288,18 @@ def band_keys(vectors: np.ndarray) -> pa.ListArray:
 def update_features(
     spark: SparkSession, store: LakeStore, settings: Settings, batch: ChangeBatch, *, full: bool
 ) -> DataFrame:
-    """Bring gold `unionable_features` to `batch` (every column again when `full` or the table is new,
-    else the batch's tables only) and return it. Part of the relate unit."""
+    """Bring gold `unionable_features` to `batch` (every column again when `full`, when the table is
+    new, or when it was written with other columns than `FEATURES_SCHEMA`'s — a lake indexed by an
+    earlier release — else the batch's tables only) and return it. Part of the relate unit."""
     if not store.exists(COLUMN_TOKENS) or not store.exists(DATASETS):
         return local_frame(spark, [], from_arrow_schema(FEATURES_SCHEMA))
     columns = ["table_id", "column_id", "token", "n"]
-    if full or not store.exists(UNIONABLE_FEATURES):
-        store.overwrite(UNIONABLE_FEATURES, column_features(store, store.read(COLUMN_TOKENS, columns=columns)))
+    outdated = features_outdated(store)
+    if outdated:
+        log.info("union features computed again: their columns changed", extra={"table": UNIONABLE_FEATURES})
+    if full or outdated or not store.exists(UNIONABLE_FEATURES):
+        every = column_features(store, store.read(COLUMN_TOKENS, columns=columns))
+        store.overwrite(UNIONABLE_FEATURES, every, new_schema=outdated)
     elif batch.touched:
         buckets = sorted({table_bucket(t, settings.index.cells_buckets) for t in batch.touched})
         where: dict[str, list[Any]] = {"bucket": buckets, "table_id": list(batch.added)}
@@ -257,6 +310,14 @@ def update_features(
         )
         store.overwrite_where(UNIONABLE_FEATURES, fresh, column="table_id", values=list(batch.touched))
     return store.read(UNIONABLE_FEATURES)
+
+
+def features_outdated(store: LakeStore) -> bool:
+    """Whether the stored features have other columns than this release computes (the unionable
+    stage then lists every table again, from features computed again)."""
+    if not store.exists(UNIONABLE_FEATURES):
+        return False
+    return [f.name for f in store.arrow_schema(UNIONABLE_FEATURES)] != FEATURES_SCHEMA.names
 
 
 def feature_keys(features: DataFrame) -> DataFrame:

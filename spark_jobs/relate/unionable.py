@@ -56,7 +56,14 @@ from spark_jobs.lake.frames import local_frame
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile.tokens import column_headers_frame
 from spark_jobs.relate.joinable import JOINABLE, JOINABLE_CHANGES
-from spark_jobs.relate.union_features import BAND_PREFIX, BANDS, UNIONABLE_FEATURES, feature_keys, update_features
+from spark_jobs.relate.union_features import (
+    BAND_PREFIX,
+    BANDS,
+    UNIONABLE_FEATURES,
+    feature_keys,
+    features_outdated,
+    update_features,
+)
 from spark_jobs.relate.union_score import (
     SIGNALS,
     Columns,
@@ -395,6 +402,7 @@ def update(
     batch's publish (a full re-relate replaces every list in the catalog instead). Part of the
     relate unit: `spark_jobs.relate.stage` begins and commits it."""
     index = settings.index
+    full = full or features_outdated(store)
     features = update_features(spark, store, settings, batch, full=full)
     headers = _empty(spark, HEADERS_SCHEMA) if not store.exists(DATASETS) else table_headers(store, features).cache()
     joinable = store.read(JOINABLE) if store.exists(JOINABLE) else None

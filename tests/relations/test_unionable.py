@@ -98,6 +98,7 @@ def _random_columns(rng: np.random.Generator, table: str, n: int) -> union_score
                 "std": float(rng.uniform(1, 20)) if numeric else None,
                 "shapes": [{"shape": "9.9" if numeric else "a", "share": float(rng.uniform(0.3, 1))}],
                 "embedding": (vector / np.linalg.norm(vector)).tolist(),
+                "quantiles": np.sort(rng.normal(100, 20, union_score.QUANTILES)).tolist() if numeric else None,
             }
         )
     return union_score.Columns.from_records(records)

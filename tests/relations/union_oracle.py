@@ -13,7 +13,13 @@ from catalog.core.embedding import DEFAULT_EMBEDDER, set_vectors
 from catalog.core.identity import column_headers, normalize_token
 from spark_jobs.crawl.land import ParsedTable
 from spark_jobs.relate import union_score
-from spark_jobs.relate.union_features import EMBEDDING_SAMPLE, SHAPES_KEPT, band_keys, distribution_keys
+from spark_jobs.relate.union_features import (
+    EMBEDDING_SAMPLE,
+    SHAPES_KEPT,
+    band_keys,
+    distribution_keys,
+    sample_quantiles,
+)
 from tests.relations.lakes import column_sets
 
 
@@ -50,6 +56,7 @@ def table_features(table: ParsedTable) -> list[dict[str, Any]]:
                 "type": "numeric" if numeric else "text",
                 "shapes": _shapes(counts),
                 "embedding": _embedding(counts),
+                "quantiles": _quantiles(counts) if numeric else None,
             }
         )
     return out
@@ -120,6 +127,14 @@ def _embedding(counts: dict[str, int]) -> list[float]:
     assert len(counts) <= EMBEDDING_SAMPLE
     values = pa.array(sorted(counts), pa.string())
     return set_vectors(DEFAULT_EMBEDDER, values, np.zeros(len(values), np.int64), 1)[0].tolist()
+
+
+def _quantiles(counts: dict[str, int]) -> list[float] | None:
+    """The quantiles of the distinct values that are numbers (the test's columns are under the sample
+    size, so the stage samples every distinct value too)."""
+    values = pa.array(sorted(counts), pa.string())
+    row = sample_quantiles(values, np.zeros(len(values), np.int64), 1)[0]
+    return None if np.isnan(row).any() else row.tolist()
 
 
 def _is_number(token: str) -> bool:

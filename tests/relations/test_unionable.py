@@ -117,3 +117,22 @@ def test_wide_tables_rank_alike_when_scored_in_small_blocks(monkeypatch: pytest.
     blocks = union_score.rank_spans("t", own, everyone, spans, overlap, 5)
     assert len(whole) == 5
     assert blocks == whole
+
+
+@pytest.mark.parametrize("max_cells", [1 << 22, 10, 60])
+def test_a_short_list_is_the_head_of_the_whole_ranking(monkeypatch: pytest.MonkeyPatch, max_cells: int) -> None:
+    """Candidates whose score bound is under the k-th best are never matched (and a run of them is
+    not scored again): the top k must still be exactly the head of every candidate ranked."""
+    monkeypatch.setattr(union_score, "MAX_CELLS", max_cells)
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        own = _random_columns(rng, "t", int(rng.integers(1, 9)))
+        widths = [int(w) for w in rng.integers(1, 8, size=int(rng.integers(3, 20)))]
+        everyone = union_score.Columns.concat([_random_columns(rng, f"c{i:02d}", w) for i, w in enumerate(widths)])
+        bounds = np.r_[0, np.cumsum(widths)]
+        spans = [(f"c{i:02d}", int(lo), int(hi)) for i, (lo, hi) in enumerate(itertools.pairwise(bounds))]
+        overlap = rng.integers(0, 5, size=(len(own), len(everyone))).astype(float)
+        whole = union_score.rank_spans("t", own, everyone, spans, overlap, len(spans))
+        for k in (1, 3, 5):
+            short = union_score.rank_spans("t", own, everyone, spans, overlap, k)
+            assert short == whole[:k]

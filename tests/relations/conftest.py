@@ -31,6 +31,12 @@ class TwoStates:
     def settings(self, base: Settings, lake: str) -> Settings:
         return dataclasses.replace(base, lake=lake)
 
+    def copy_of_b(self, base: Settings, folder: Path) -> Settings:
+        """`base` on a copy of `lake_b` under `folder`, for a test that writes to the lake."""
+        lake = str(folder / "lake")
+        shutil.copytree(self.lake_b, lake)
+        return self.settings(base, lake)
+
     def table_ids(self) -> list[str]:
         return sorted({t.table_id for t in (*self.tables_a, *self.tables_b)} | {"file:nowhere.csv"})
 

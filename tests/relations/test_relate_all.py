@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import shutil
 from pathlib import Path
 
 from catalog import lookup
@@ -52,9 +50,7 @@ def test_full_re_relate_equals_the_incremental_answers(
     catalog_settings,  # type: ignore[no-untyped-def]
     tmp_path: Path,
 ) -> None:
-    lake = str(tmp_path / "lake")
-    shutil.copytree(two_states.lake_b, lake)
-    settings = dataclasses.replace(catalog_settings, lake=lake)
+    settings = two_states.copy_of_b(catalog_settings, tmp_path)
     for batch in (two_states.batch_1, two_states.batch_2):
         publish_catalog.run(spark, settings, batch)
     incremental = (gold(settings, JOINABLE), gold(settings, UNIONABLE))

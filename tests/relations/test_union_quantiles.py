@@ -3,8 +3,6 @@ them: the arithmetic against its definition, and a lake whose stored features pr
 
 from __future__ import annotations
 
-import dataclasses
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -120,10 +118,8 @@ def test_features_written_before_the_quantiles_are_computed_again_and_every_list
     catalog_settings,  # type: ignore[no-untyped-def]
     tmp_path: Path,
 ) -> None:
-    lake = str(tmp_path / "lake")
-    shutil.copytree(two_states.lake_b, lake)
-    settings = dataclasses.replace(catalog_settings, lake=lake)
-    store = LakeStore(lake, spark)
+    settings = two_states.copy_of_b(catalog_settings, tmp_path)
+    store = LakeStore(settings.lake, spark)
     current = store.read_arrow(UNIONABLE_FEATURES)
     assert any(q is not None for q in current.column("quantiles").to_pylist())  # the lake has numeric columns
     lists = store.read_arrow(unionable.UNIONABLE).sort_by([("table_id", "ascending"), ("rank", "ascending")])

@@ -308,7 +308,7 @@ def type_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def distribution_matrix(a: Columns, b: Columns) -> np.ndarray:
     """Bhattacharyya coefficient of N(mean, std) fitted to two numeric columns, times the closeness of
     their quantiles where both have them (`quantile_closeness`; NaN unless both are numeric with a
-    mean). Computed on the block of numeric columns only: most pairs of a group are not numeric."""
+    mean). Computed on the block of numeric columns only: pairs not both numeric cost nothing."""
     out = np.full((len(a), len(b)), np.nan)
     rows = np.flatnonzero(a.numeric & ~np.isnan(a.mean))
     cols = np.flatnonzero(b.numeric & ~np.isnan(b.mean))

@@ -288,18 +288,16 @@ def band_keys(vectors: np.ndarray) -> pa.ListArray:
 def update_features(
     spark: SparkSession, store: LakeStore, settings: Settings, batch: ChangeBatch, *, full: bool
 ) -> DataFrame:
-    """Bring gold `unionable_features` to `batch` (every column again when `full`, when the table is
-    new, or when it was written with other columns than `FEATURES_SCHEMA`'s — a lake indexed by an
-    earlier release — else the batch's tables only) and return it. Part of the relate unit."""
+    """Bring gold `unionable_features` to `batch` (every column again when `full` or the table is new,
+    else the batch's tables only) and return it. A full recompute writes `FEATURES_SCHEMA` whatever
+    the stored table's columns were (`features_outdated`: the caller asks for one then). Part of the
+    relate unit."""
     if not store.exists(COLUMN_TOKENS) or not store.exists(DATASETS):
         return local_frame(spark, [], from_arrow_schema(FEATURES_SCHEMA))
     columns = ["table_id", "column_id", "token", "n"]
-    outdated = features_outdated(store)
-    if outdated:
-        log.info("union features computed again: their columns changed", extra={"table": UNIONABLE_FEATURES})
-    if full or outdated or not store.exists(UNIONABLE_FEATURES):
+    if full or not store.exists(UNIONABLE_FEATURES):
         every = column_features(store, store.read(COLUMN_TOKENS, columns=columns))
-        store.overwrite(UNIONABLE_FEATURES, every, new_schema=outdated)
+        store.overwrite(UNIONABLE_FEATURES, every, new_schema=True)
     elif batch.touched:
         buckets = sorted({table_bucket(t, settings.index.cells_buckets) for t in batch.touched})
         where: dict[str, list[Any]] = {"bucket": buckets, "table_id": list(batch.added)}

@@ -309,11 +309,8 @@ def distribution_matrix(a: Columns, b: Columns) -> np.ndarray:
     """Bhattacharyya coefficient of N(mean, std) fitted to two numeric columns, times the closeness of
     their quantiles where both have them (`quantile_closeness`; NaN unless both are numeric with a
     mean). Computed on the block of numeric columns only: pairs not both numeric cost nothing."""
-    out = np.full((len(a), len(b)), np.nan)
     rows = np.flatnonzero(a.numeric & ~np.isnan(a.mean))
     cols = np.flatnonzero(b.numeric & ~np.isnan(b.mean))
-    if not len(rows) or not len(cols):
-        return out
     ma, mb = a.mean[rows, None], b.mean[None, cols]
     sa, sb = np.nan_to_num(a.std[rows])[:, None], np.nan_to_num(b.std[cols])[None, :]
     var = sa * sa + sb * sb
@@ -322,14 +319,16 @@ def distribution_matrix(a: Columns, b: Columns) -> np.ndarray:
     block = np.where(var == 0.0, (ma == mb).astype(float), spread)
     closeness = _closeness(a.quantiles[rows], b.quantiles[cols])
     block = np.where(np.isnan(closeness), block, block * closeness)
-    return _placed(out, rows, cols, block)
+    return _placed((len(a), len(b)), rows, cols, block)
 
 
-def _placed(out: np.ndarray, rows: np.ndarray, cols: np.ndarray, block: np.ndarray) -> np.ndarray:
-    """`block` written into `out` at `rows` × `cols` (the block itself when it covers `out`: no copy
-    through fancy indexing, which costs more than the arithmetic for a wide group)."""
-    if len(rows) == out.shape[0] and len(cols) == out.shape[1]:
+def _placed(shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray, block: np.ndarray) -> np.ndarray:
+    """A `shape` matrix holding `block` at `rows` × `cols` and NaN elsewhere (the block itself when it
+    covers the matrix: no copy through fancy indexing, which costs more than the arithmetic for a
+    wide group)."""
+    if block.shape == shape:
         return block
+    out = np.full(shape, np.nan)
     out[np.ix_(rows, cols)] = block
     return out
 
@@ -348,10 +347,8 @@ def quantile_closeness(a: Columns, b: Columns) -> np.ndarray:
 
 def _closeness(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
     """`quantile_closeness` of quantile rows `qa` × `qb`, computed where both rows are known."""
-    out = np.full((len(qa), len(qb)), np.nan)
+    shape = (len(qa), len(qb))
     rows, cols = np.flatnonzero(~np.isnan(qa[:, 0])), np.flatnonzero(~np.isnan(qb[:, 0]))
-    if not len(rows) or not len(cols):
-        return out
     qa, qb = qa[rows], qb[cols]
     gap = np.zeros((len(rows), len(cols)))
     for j in range(QUANTILES):  # a loop over the few points: no (a × b × points) array
@@ -359,7 +356,7 @@ def _closeness(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
     span = np.maximum((qa[:, -1] - qa[:, 0])[:, None], (qb[:, -1] - qb[:, 0])[None, :])
     with np.errstate(divide="ignore", invalid="ignore"):
         distance = np.where(gap == 0.0, 0.0, gap / QUANTILES / span)
-    return _placed(out, rows, cols, np.exp(-distance / QUANTILE_SCALE))
+    return _placed(shape, rows, cols, np.exp(-distance / QUANTILE_SCALE))
 
 
 # ---------------------------------------------------------------------- formats and embeddings
@@ -596,7 +593,8 @@ def rank_spans(
     with an alignment are then recomputed for its pairs alone). A 7,000-column table scored against 50
     copies of itself would otherwise need matrices of 7,000 × 350,000 cells per signal. The column
     weights need every candidate's matches before any matching: candidates that fit in one run are
-    scored once, more runs are each scored twice."""
+    scored once; with more runs, each is scored again for the matching unless no candidate in it
+    can enter the top k (`_score_bounds`)."""
     if not spans or not len(own):
         return []
     runs = _runs(spans, len(own))

@@ -11,9 +11,8 @@ scored, in Spark SQL, so that the work grows with the lake and not with its squa
   divided by the number of bands (`spark_jobs.relate.union_features`: tables whose columns hold
   similar values without sharing a header or a value find each other); the distribution keys of
   their numeric columns (mean and deviation binned on a log scale), weighted like headers; plus
-  value evidence from the
-  joinable lists (for each of the table's columns, its best containment with a column of the
-  candidate). Ties go to the smaller table id.
+  value evidence from the joinable lists (for each of the table's columns, its best containment
+  with a column of the candidate). Ties go to the smaller table id.
 * **Scoring in groups.** One Arrow group per listed table holds its columns and every candidate's
   columns with their value overlaps; the signals are matrix expressions over the whole group and
   the one-to-one matching runs once per candidate. No Python runs per column pair.
@@ -402,7 +401,9 @@ def update(
     batch's publish (a full re-relate replaces every list in the catalog instead). Part of the
     relate unit: `spark_jobs.relate.stage` begins and commits it."""
     index = settings.index
-    full = full or features_outdated(store)
+    if features_outdated(store):  # a lake indexed by an earlier release: every feature and list again
+        log.info("union features computed again: their columns changed", extra={"table": UNIONABLE_FEATURES})
+        full = True
     features = update_features(spark, store, settings, batch, full=full)
     headers = _empty(spark, HEADERS_SCHEMA) if not store.exists(DATASETS) else table_headers(store, features).cache()
     joinable = store.read(JOINABLE) if store.exists(JOINABLE) else None

@@ -95,6 +95,9 @@ class IndexSettings:
     # tables are no evidence at all
     unionable_candidates: int = 50
     unionable_header_max_tables: int = 200
+    # relate: a table's candidates are also cut, in evidence order, to at most this many column pairs
+    # (its width times theirs); its best candidate is always kept. Bounds what very wide tables cost.
+    unionable_max_pairs: int = 1 << 20
     # `[index.<family>]` tables: each index family's own settings object (`catalog.core.registry`);
     # a family without a table gets its defaults.
     families: Mapping[str, Any] = field(default_factory=dict)

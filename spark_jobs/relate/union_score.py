@@ -45,6 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy import sparse
 from scipy.optimize import linear_sum_assignment
+from scipy.spatial import distance
 
 from catalog.core.embedding import DEFAULT_EMBEDDER
 
@@ -180,7 +181,12 @@ class Columns:
 
     def take(self, rows: np.ndarray) -> Columns:
         """The columns at `rows`, in that order."""
-        return Columns(*(getattr(self, f)[rows] for f in Columns.__dataclass_fields__))
+        return Columns(
+            *(
+                _take_rows(v, rows) if sparse.issparse(v) else v[rows]
+                for v in (getattr(self, f) for f in Columns.__dataclass_fields__)
+            )
+        )
 
     @classmethod
     def concat(cls, parts: Sequence[Columns]) -> Columns:
@@ -222,6 +228,17 @@ def _incidence(kind: str, ids: Sequence[np.ndarray], values: Sequence[np.ndarray
     indices = np.concatenate(ids) if len(ids) else np.zeros(0, np.int64)
     data = np.concatenate(values) if values is not None and len(values) else np.ones(len(indices))
     return sparse.csr_matrix((data, indices, indptr), shape=(len(ids), max(len(_VOCAB[kind]), 1)))
+
+
+def _take_rows(m: sparse.csr_matrix, rows: np.ndarray) -> sparse.csr_matrix:
+    """The rows `rows` of `m`, in that order: a gather on its arrays (scipy's fancy row indexing
+    validates and converts on every call, and a scoring group takes rows twice per table)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    starts = m.indptr[rows].astype(np.int64)
+    lengths = m.indptr[rows + 1] - starts
+    indptr = np.r_[0, np.cumsum(lengths)].astype(np.int64)
+    at = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
+    return sparse.csr_matrix((m.data[at], m.indices[at], indptr), shape=(len(rows), m.shape[1]))
 
 
 def _widened(m: sparse.csr_matrix, width: int) -> sparse.csr_matrix:
@@ -350,13 +367,11 @@ def _closeness(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
     shape = (len(qa), len(qb))
     rows, cols = np.flatnonzero(~np.isnan(qa[:, 0])), np.flatnonzero(~np.isnan(qb[:, 0]))
     qa, qb = qa[rows], qb[cols]
-    gap = np.zeros((len(rows), len(cols)))
-    for j in range(QUANTILES):  # a loop over the few points: no (a × b × points) array
-        gap += np.abs(qa[:, j, None] - qb[None, :, j])
+    gap = distance.cdist(qa, qb, "cityblock")  # Σ_j |qa_j − qb_j|, with no (a × b × points) array
     span = np.maximum((qa[:, -1] - qa[:, 0])[:, None], (qb[:, -1] - qb[:, 0])[None, :])
     with np.errstate(divide="ignore", invalid="ignore"):
-        distance = np.where(gap == 0.0, 0.0, gap / QUANTILES / span)
-    return _placed(shape, rows, cols, np.exp(-distance / QUANTILE_SCALE))
+        apart = np.where(gap == 0.0, 0.0, gap / QUANTILES / span)
+    return _placed(shape, rows, cols, np.exp(-apart / QUANTILE_SCALE))
 
 
 # ---------------------------------------------------------------------- formats and embeddings

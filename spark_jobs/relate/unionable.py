@@ -12,7 +12,10 @@ scored, in Spark SQL, so that the work grows with the lake and not with its squa
   similar values without sharing a header or a value find each other); the distribution keys of
   their numeric columns (mean and deviation binned on a log scale), weighted like headers; plus
   value evidence from the joinable lists (for each of the table's columns, its best containment
-  with a column of the candidate). Ties go to the smaller table id.
+  with a column of the candidate). Ties go to the smaller table id. The list is then cut, in that
+  order, to `unionable_max_pairs` column pairs (the table's width times its candidates' summed
+  widths; the first candidate always stays): a very wide table costs the budget, or its best
+  candidate alone, not its width times fifty others.
 * **Scoring in groups.** One Arrow group per listed table holds its columns and every candidate's
   columns with their value overlaps; the signals are matrix expressions over the whole group and
   the one-to-one matching runs once per candidate. No Python runs per column pair.
@@ -48,7 +51,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from catalog.core.settings import Settings
+from catalog.core.settings import IndexSettings, Settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
 from spark_jobs.lake.frames import local_frame
@@ -116,6 +119,11 @@ def table_headers(store: LakeStore, features: DataFrame) -> DataFrame:
     return headers.unionByName(feature_keys(features)).distinct()
 
 
+def table_widths(features: DataFrame) -> DataFrame:
+    """(table_id, width): each table's indexed columns (rows of `unionable_features`)."""
+    return features.groupBy("table_id").agg(F.count(F.lit(1)).alias("width"))
+
+
 def header_weights(headers: DataFrame, max_tables: int) -> DataFrame:
     """(h, df, w): headers carried by 2 to `max_tables` tables, weighted by rarity, from 1 (two
     tables) down towards 0 (`max_tables` tables); a band key weighs 1/BANDS of a header of the same
@@ -159,10 +167,18 @@ def value_evidence(joinable: DataFrame) -> DataFrame:
 
 
 def choose_candidates(
-    headers: DataFrame, weights: DataFrame, joinable: DataFrame | None, scope: DataFrame | None, limit: int
+    headers: DataFrame,
+    weights: DataFrame,
+    joinable: DataFrame | None,
+    scope: DataFrame | None,
+    limit: int,
+    *,
+    widths: DataFrame | None = None,
+    max_pairs: int = 0,
 ) -> DataFrame:
     """(table_id, candidate_table_id, evidence): the top `limit` candidates by evidence of each
-    table in `scope` (all when None)."""
+    table in `scope` (all when None), cut to the column-pair budget `max_pairs` when `widths`
+    (table_id, width) are given (`within_pair_budget`)."""
     weighted = headers.join(weights.select("h", "w"), "h")
     left = weighted if scope is None else weighted.join(F.broadcast(scope), "table_id", "left_semi")
     by_header = (
@@ -187,7 +203,50 @@ def choose_candidates(
         .agg(F.sum("evidence").alias("evidence"))
     )
     order = Window.partitionBy("table_id").orderBy(F.col("evidence").desc(), F.col("candidate_table_id").asc())
-    return total.withColumn("r", F.row_number().over(order)).where(F.col("r") <= limit).drop("r")
+    ranked = total.withColumn("r", F.row_number().over(order)).where(F.col("r") <= limit)
+    if widths is None:
+        return ranked.drop("r")
+    return within_pair_budget(ranked, widths, max_pairs)
+
+
+def bounded_candidates(
+    headers: DataFrame, features: DataFrame, joinable: DataFrame | None, scope: DataFrame | None, index: IndexSettings
+) -> DataFrame:
+    """`choose_candidates` under the settings' bounds: headers weighted up to
+    `unionable_header_max_tables` tables, at most `unionable_candidates` candidates per table,
+    within `unionable_max_pairs` column pairs."""
+    weights = header_weights(headers, index.unionable_header_max_tables)
+    return choose_candidates(
+        headers,
+        weights,
+        joinable,
+        scope,
+        index.unionable_candidates,
+        widths=table_widths(features),
+        max_pairs=index.unionable_max_pairs,
+    )
+
+
+def within_pair_budget(ranked: DataFrame, widths: DataFrame, max_pairs: int) -> DataFrame:
+    """The candidates of `ranked` (table_id, candidate_table_id, evidence, r: rank by evidence) that
+    keep each table's scoring group within `max_pairs` column pairs: candidates are taken in rank
+    order while the table's width times their summed widths stays within the budget, and the first
+    is always taken.
+
+    Why: scoring costs a table its width times its candidates' widths, and a few very wide tables
+    (a 6,832-column expression matrix against candidates like it) would cost more than every other
+    table together. Under the budget a narrow table keeps all its candidates; a wide one keeps its
+    best-evidence candidates only, so total work stays bounded per table."""
+    own = widths.select("table_id", F.col("width").cast("long").alias("own"))
+    theirs = widths.select(F.col("table_id").alias("candidate_table_id"), F.col("width").cast("long").alias("theirs"))
+    upto = Window.partitionBy("table_id").orderBy("r").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    sized = (
+        ranked.join(F.broadcast(own), "table_id", "left")
+        .join(F.broadcast(theirs), "candidate_table_id", "left")
+        .withColumn("pairs", F.coalesce("own", F.lit(0)) * F.sum(F.coalesce("theirs", F.lit(0))).over(upto))
+    )
+    kept = sized.where((F.col("r") == 1) | (F.col("pairs") <= F.lit(max_pairs)))
+    return kept.select("table_id", "candidate_table_id", "evidence")
 
 
 def affected_tables(
@@ -300,8 +359,13 @@ def score_group(
 def _positions(rows: np.ndarray, features: GroupFeatures, column_ids: list[str]) -> np.ndarray:
     """Where each column sits among the feature `rows` of this group's matrix, -1 for a column it
     does not hold."""
-    at = {r: i for i, r in enumerate(rows.tolist())}
-    return np.array([at.get(features.row.get(c, -1), -1) for c in column_ids], dtype=np.int64)
+    feature_rows = np.array([features.row.get(c, -1) for c in column_ids], dtype=np.int64)
+    if not len(feature_rows):
+        return feature_rows
+    lo, hi = int(min(rows.min(), feature_rows.min())), int(max(rows.max(), feature_rows.max()))
+    at = np.full(hi - lo + 1, -1, dtype=np.int64)  # feature row - lo -> position among `rows`
+    at[rows - lo] = np.arange(len(rows))
+    return at[feature_rows - lo]
 
 
 def unionable_rows(
@@ -373,8 +437,7 @@ def rank_all(
     features = store.read(UNIONABLE_FEATURES)
     headers = table_headers(store, features)
     joinable = store.read(JOINABLE) if store.exists(JOINABLE) else None
-    weights_h = header_weights(headers, index.unionable_header_max_tables)
-    chosen = choose_candidates(headers, weights_h, joinable, None, index.unionable_candidates)
+    chosen = bounded_candidates(headers, features, joinable, None, index)
     with ExitStack() as held:
         rows = unionable_rows(
             features, chosen, joinable, held=held, k=index.unionable_k, index_version=0, signals=signals
@@ -436,8 +499,7 @@ def update(
         scope = recorded
     n_scope = recorded.count()
 
-    weights = header_weights(headers, index.unionable_header_max_tables)
-    chosen = choose_candidates(headers, weights, joinable, scope, index.unionable_candidates).cache()
+    chosen = bounded_candidates(headers, features, joinable, scope, index).cache()
     candidates_out = chosen
     with ExitStack() as held:
         fresh = unionable_rows(features, chosen, joinable, held=held, k=index.unionable_k, index_version=batch.batch_id)

@@ -16,7 +16,7 @@ from catalog.core.settings import IndexSettings, Settings
 from spark_jobs.crawl.land import ParsedTable
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.relate.stage import relate_all
-from spark_jobs.relate.unionable import UNIONABLE, UNIONABLE_CANDIDATES
+from spark_jobs.relate.unionable import UNIONABLE, UNIONABLE_CANDIDATES, within_pair_budget
 from tests.relations.lakes import index_batch
 from tests.relations.union_oracle import oracle_lists
 
@@ -47,7 +47,9 @@ def gold(settings: Settings, name: str = UNIONABLE) -> list[tuple]:
 
 
 def tight(settings: Settings) -> Settings:
-    index = dataclasses.replace(settings.index, unionable_candidates=3, unionable_header_max_tables=6, joinable_k=5)
+    index = dataclasses.replace(
+        settings.index, unionable_candidates=3, unionable_header_max_tables=6, joinable_k=5, unionable_max_pairs=12
+    )
     return dataclasses.replace(settings, index=index)
 
 
@@ -105,3 +107,28 @@ def test_with_room_for_every_candidate_lists_equal_plain_python_scoring(spark, s
     ]
     assert not missing and not extra, brief
     assert len(expected) > 10
+
+
+def test_a_wide_table_keeps_its_best_candidates_within_the_pair_budget(spark) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(5)
+    widths = {f"t{i:02d}": rng.choice([1, 2, 3, 40, 500]) for i in range(30)}
+    ranked = []
+    for table in widths:
+        others = rng.sample(sorted(set(widths) - {table}), rng.randint(1, 12))
+        ranked += [(table, other, float(len(others) - r), r) for r, other in enumerate(others, start=1)]
+    budget = 2_000
+    expected = set()
+    for table in widths:
+        mine = sorted((r for r in ranked if r[0] == table), key=lambda r: r[3])
+        summed = 0
+        for _, other, evidence, r in mine:
+            summed += widths[other]
+            if r > 1 and widths[table] * summed > budget:
+                break
+            expected.add((table, other, evidence))
+    frame = spark.createDataFrame(ranked, "table_id string, candidate_table_id string, evidence double, r int")
+    sizes = spark.createDataFrame(sorted(widths.items()), "table_id string, width long")
+    got = {tuple(r) for r in within_pair_budget(frame, sizes, budget).collect()}
+    assert got == expected
+    assert len(got) < len(ranked), "the budget cut some lists"
+    assert {r[0] for r in got} == set(widths), "every table keeps its best candidate"

@@ -86,3 +86,17 @@ def test_a_missing_mean_has_no_distribution_key_and_zero_has_one_sign() -> None:
     keys = distribution_keys(np.array([np.nan, 0.0, -0.0]), np.array([1.0, np.nan, 0.0])).to_pylist()
     assert keys[0] == []
     assert keys[1] == keys[2] and all("-" not in k for k in keys[1])
+
+
+def test_taking_columns_keeps_every_field_of_the_rows_taken() -> None:
+    rng = np.random.default_rng(8)
+    columns = _random_columns(rng, "t", 30)
+    rows = rng.integers(0, 30, size=50)  # repeats and any order
+    taken = columns.take(rows)
+    for name in union_score.Columns.__dataclass_fields__:
+        got, full = getattr(taken, name), getattr(columns, name)
+        if name in ("words", "grams", "shapes"):
+            np.testing.assert_array_equal(got.toarray(), full.toarray()[rows])
+        else:
+            np.testing.assert_array_equal(got, full[rows])
+    assert len(columns.take(np.zeros(0, np.int64))) == 0

@@ -173,12 +173,12 @@ def choose_candidates(
     scope: DataFrame | None,
     limit: int,
     *,
-    widths: DataFrame | None = None,
-    max_pairs: int = 0,
+    widths: DataFrame,
+    max_pairs: int,
 ) -> DataFrame:
     """(table_id, candidate_table_id, evidence): the top `limit` candidates by evidence of each
-    table in `scope` (all when None), cut to the column-pair budget `max_pairs` when `widths`
-    (table_id, width) are given (`within_pair_budget`)."""
+    table in `scope` (all when None), cut to the column-pair budget `max_pairs` with the tables'
+    `widths` (table_id, width; `within_pair_budget`)."""
     weighted = headers.join(weights.select("h", "w"), "h")
     left = weighted if scope is None else weighted.join(F.broadcast(scope), "table_id", "left_semi")
     by_header = (
@@ -204,8 +204,6 @@ def choose_candidates(
     )
     order = Window.partitionBy("table_id").orderBy(F.col("evidence").desc(), F.col("candidate_table_id").asc())
     ranked = total.withColumn("r", F.row_number().over(order)).where(F.col("r") <= limit)
-    if widths is None:
-        return ranked.drop("r")
     return within_pair_budget(ranked, widths, max_pairs)
 
 

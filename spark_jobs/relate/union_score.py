@@ -181,12 +181,8 @@ class Columns:
 
     def take(self, rows: np.ndarray) -> Columns:
         """The columns at `rows`, in that order."""
-        return Columns(
-            *(
-                _take_rows(v, rows) if sparse.issparse(v) else v[rows]
-                for v in (getattr(self, f) for f in Columns.__dataclass_fields__)
-            )
-        )
+        values = (getattr(self, f) for f in Columns.__dataclass_fields__)
+        return Columns(*(_take_rows(v, rows) if sparse.issparse(v) else v[rows] for v in values))
 
     @classmethod
     def concat(cls, parts: Sequence[Columns]) -> Columns:

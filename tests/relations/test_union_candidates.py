@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from catalog.core.settings import IndexSettings, Settings
 from spark_jobs.crawl.land import ParsedTable
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.relate.stage import relate_all
+from spark_jobs.relate.union_features import UNIONABLE_FEATURES
 from spark_jobs.relate.unionable import UNIONABLE, UNIONABLE_CANDIDATES, within_pair_budget
 from tests.relations.lakes import index_batch
 from tests.relations.union_oracle import oracle_lists
@@ -76,11 +78,14 @@ def test_incremental_lists_equal_a_full_recompute_under_a_tight_bound(spark, set
         relate_all(spark, full)
         assert gold(settings) == gold(full), f"batch {number + 1}"
         assert gold(settings, UNIONABLE_CANDIDATES) == gold(full, UNIONABLE_CANDIDATES), f"batch {number + 1}"
-        listed = LakeStore(settings.lake).read_arrow(UNIONABLE_CANDIDATES).to_pylist()
-        per_table: dict[str, int] = {}
-        for r in listed:
-            per_table[r["table_id"]] = per_table.get(r["table_id"], 0) + 1
-        assert max(per_table.values()) <= 3
+        store = LakeStore(settings.lake)
+        per_table: dict[str, list[str]] = {}
+        for r in store.read_arrow(UNIONABLE_CANDIDATES).to_pylist():
+            per_table.setdefault(r["table_id"], []).append(r["candidate_table_id"])
+        assert max(len(c) for c in per_table.values()) <= 3
+        widths = Counter(store.read_arrow(UNIONABLE_FEATURES, columns=["table_id"]).column("table_id").to_pylist())
+        over = [t for t, c in per_table.items() if len(c) > 1 and widths[t] * sum(widths[o] for o in c) > 12]
+        assert not over, f"batch {number + 1}: candidates beyond the pair budget"
     assert gold(settings), "the lake has unionable tables"
 
 

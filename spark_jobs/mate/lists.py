@@ -11,9 +11,13 @@ list on a 2,300-table lake, most of it reading posting lists one token at a time
 1. each list's initial position: the key position whose values pair with the fewest lake items
    (Σ over tuples of the value's item count), `search nary`'s choice and its budget: a list that
    would pair more than `MAX_LIST_PAIRS` is not computed (its marker says so);
-2. pairs: every tuple with every item of its initial value in another table;
-3. verification: an equi-join on (table, row, token) per other key position; a value in two
-   columns of the row gives two rows, so every injective mapping is enumerated;
+2. pairs: every tuple with every row of another table holding its initial value, the posting
+   lists regrouped by row in Arrow (`cells_by_row`: a row's columns holding the token, one array);
+3. verification: an equi-join on (table, row, token) per other key position. A row may hold a
+   value in many columns and every choice of them is a mapping, so the matches each list would
+   enumerate (the product of the arrays' sizes, summed) are counted first: a list of more than
+   `MAX_LIST_MATCHES` (a key of small integers against a wide table of 0/1 columns gives billions)
+   is not computed; the others' choices are enumerated, the injective ones kept;
 4. J per (list, table, mapping) = the distinct tuples it matches; per table the best mapping
    (largest J, then smallest positions in key order); per list the top `LIST_K` tables.
 
@@ -22,15 +26,17 @@ A batch changes only what it can, exactly (the lists are exact top-k lists):
   table is unknown), as is every list of an added table and every list whose key is new;
 * every other list can only gain added tables: its stored tuples are joined with the added tables'
   items alone and the answers merged in (a table outside a list was beaten by k tables that are
-  all still there), unless the added tables take the list's pairs over the per-list bound: then it
-  is marked over budget, as computing it again would mark it;
+  all still there), unless the added tables take the list's pairs or matches over the per-list
+  bounds: then it is marked over budget, as computing it again would mark it (the pairs are counted
+  again over the lake; the matches, the added tables' added to those the list's marker holds);
 * a list an earlier run left pending stays pending (unless its table was touched): the backlog run
   after the batches computes it (`spark_jobs.orchestration.backlog`), with an empty batch.
 
 Lake tables (part of the `mate` unit, so lists and index share one commit point):
 `mate_lists` (small: every list's rows, rank 0 a marker, `version` the index version that last
-changed the list; the publish copies the lists whose marker differs from the catalog's) and `mate_list_tuples`
-(each list's key tuples, partitioned by bucket, read again only by batches that merge).
+changed the list, `matches` its verification's matches; the publish copies the lists whose marker
+differs from the catalog's) and `mate_list_tuples` (each list's key tuples, partitioned by bucket,
+read again only by batches that merge).
 """
 
 from __future__ import annotations
@@ -38,19 +44,23 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Window
 from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from catalog.core.identity import table_bucket
 from catalog.core.settings import Settings
 from catalog.search.mate.lists import (
     LIST_K,
     MAX_BATCH_PAIRS,
+    MAX_LIST_MATCHES,
     MAX_LIST_PAIRS,
     MAX_RUN_PAIRS,
     OVER_BUDGET,
@@ -70,6 +80,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Listed = tuple[str, str]  # (table_id, key as JSON text)
+ROW_CELLS_SCHEMA = pa.schema(
+    [("table_id", pa.string()), ("token", pa.string()), ("row", pa.int32()), ("cols", pa.list_(pa.int32()))]
+)
+ROW_CELLS_CHUNK = 65_536  # rows per Arrow batch handed back to Spark
 
 
 @dataclass(frozen=True)
@@ -129,7 +143,9 @@ def update_lists(
     if batch is not None and batch.added and mergeable and not full:
         merged = _merge_added(spark, store, settings, ids, mergeable, kept, sorted(batch.added), headers, version)
     rows = [r for listed in sorted(kept) for r in kept[listed]] + computed
-    store.overwrite(MATE_LISTS, pa.Table.from_pylist(rows, schema=LISTS_SCHEMA))
+    store.overwrite(
+        MATE_LISTS, pa.Table.from_pylist(rows, schema=LISTS_SCHEMA), new_schema=True
+    )  # an older lake's lack `matches`
     markers = [r["joinability"] for r in rows if r["rank"] == 0]
     counts = {
         "mate_lists": len(wanted),
@@ -193,11 +209,48 @@ def _lists_frame(
     return local_frame(spark, rows, "lid int, table_id string, positions array<int>")
 
 
-def _cells(postings: DataFrame) -> DataFrame:
-    """Posting lists -> one row per cell (table_id, token, row, col)."""
-    return postings.select("table_id", "token", F.inline(F.arrays_zip("rows", "cols"))).withColumnsRenamed(
-        {"rows": "row", "cols": "col"}
+def cells_by_row(postings: pa.RecordBatch) -> pa.Table:
+    """Posting lists (table_id, token, rows, cols; each list's cells in (row, column) order, as the
+    index writes them) -> one row per (table_id, token, row): the row's columns holding the token.
+
+    Arrow, not a Spark generate: Spark's code-generated explode hands on no row of a posting list
+    before it has buffered them all, and one posting list can hold millions of cells (`0` in a wide
+    table of 0/1 columns: 12 M cells, which ran a 4 GB driver out of heap). Grouped by row, that
+    list is 8,190 rows."""
+    lists = postings.column("rows")
+    owner = pc.list_parent_indices(lists).to_numpy()
+    rows = pc.list_flatten(lists).to_numpy()
+    cols = pc.list_flatten(postings.column("cols"))
+    new_row = np.r_[True, (owner[1:] != owner[:-1]) | (rows[1:] != rows[:-1])] if len(rows) else np.zeros(0, bool)
+    starts = np.flatnonzero(new_row)
+    first = pa.array(owner[starts])
+    return pa.table(
+        {
+            "table_id": postings.column("table_id").take(first),
+            "token": postings.column("token").take(first),
+            "row": pa.array(rows[starts], pa.int32()),
+            "cols": pa.ListArray.from_arrays(pa.array(np.r_[starts, len(rows)].astype(np.int32)), cols),
+        },
+        schema=ROW_CELLS_SCHEMA,
     )
+
+
+def _by_row_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: `cells_by_row` of each batch, handed on in slices of bounded size."""
+    for batch in batches:
+        yield from cells_by_row(batch).to_batches(max_chunksize=ROW_CELLS_CHUNK)
+
+
+def _row_cells(postings: DataFrame) -> DataFrame:
+    """Posting lists -> (table_id, token, row, cols): `cells_by_row` on the executors."""
+    frame = postings.select("table_id", "token", "rows", "cols")
+    return frame.mapInArrow(_by_row_batches, from_arrow_schema(ROW_CELLS_SCHEMA))
+
+
+def _cells(postings: DataFrame) -> DataFrame:
+    """Posting lists -> one row per cell (table_id, token, row, col); the explode is per row, so
+    bounded by a table's width."""
+    return _row_cells(postings).select("table_id", "token", "row", F.explode("cols").alias("col"))
 
 
 def _postings(store: LakeStore, settings: Settings, table_ids: Sequence[str] | None) -> DataFrame:
@@ -284,11 +337,13 @@ def _compute_fresh(
     chosen = {lid: p for lid, p in init.items() if lid not in over | waiting}
     searched = mine.join(F.broadcast(local_frame(spark, sorted(chosen.items()), "lid int, init int")), "lid")
     owners = _owners(spark, by_id)
-    answers = _top_tables(searched, _postings(store, settings, None), owners) if chosen else {}
+    found = _top_tables(searched, _postings(store, settings, None), owners, {}) if chosen else _NOTHING
+    over |= found.over
     rows: list[dict[str, Any]] = []
     for lid, listed in sorted(by_id.items(), key=lambda x: x[1]):
         marker = OVER_BUDGET if lid in over else PENDING if lid in waiting else None
-        rows += _list_rows(listed, _named(answers.get(lid, []), listed, headers), version, marker)
+        answers = _named(found.tops.get(lid, []), listed, headers)
+        rows += _list_rows(listed, answers, version, marker, found.matches.get(lid, 0))
     return rows
 
 
@@ -328,12 +383,28 @@ def _initial_positions(
     return init, costs
 
 
-def _top_tables(
-    tuples: DataFrame, postings: DataFrame, owners: DataFrame
-) -> dict[int, list[tuple[str, int, list[int]]]]:
+@dataclass(frozen=True)
+class _Found:
+    """`_top_tables`' answer: per list its top tables (table_id, J, positions in key order), best
+    first; the lists over MAX_LIST_MATCHES; every list's matches so far."""
+
+    tops: dict[int, list[tuple[str, int, list[int]]]]
+    over: set[int]
+    matches: dict[int, int]
+
+
+_NOTHING = _Found({}, set(), {})
+
+
+def _top_tables(tuples: DataFrame, postings: DataFrame, owners: DataFrame, earlier: Mapping[int, int]) -> _Found:
     """(lid, tokens, init) tuples against the `postings` (table_id, token, rows, cols) of the
-    candidate tables -> per list its top LIST_K (table_id, J, positions in key order), best first;
-    the list's own table (`owners`: lid, owner) is never a candidate."""
+    candidate tables -> per list its top LIST_K tables; the list's own table (`owners`: lid, owner)
+    is never a candidate.
+
+    Pairs are verified row by row (a row's columns holding each value as one array), so the matches
+    each list would enumerate (a choice of one such column per key position, with the pair's row
+    and tuple) are counted before any is: a list whose matches, with the `earlier` ones of tables
+    merged before, pass MAX_LIST_MATCHES is left out."""
     size = F.size("tokens")
     others = F.filter(F.sequence(F.lit(0), size - 1), lambda p: p != F.col("init"))
     t = tuples.withColumns({"o1": F.get(others, 0), "o2": F.get(others, 1)}).join(F.broadcast(owners), "lid")
@@ -341,18 +412,38 @@ def _top_tables(
     # a tuple travels through the joins as a number, not its tokens (rows half as wide to shuffle)
     t = t.withColumns({"tid": F.monotonically_increasing_id(), "m": size}).drop("tokens")
     needed = tuples.select(F.explode("tokens").alias("token")).distinct()
-    cells = _cells(postings.join(needed, "token", "left_semi"))
-    first = cells.select(F.col("token").alias("v0"), "table_id", "row", F.col("col").alias("c0"))
+    cells = _row_cells(postings.join(needed, "token", "left_semi"))
+    first = cells.select(F.col("token").alias("v0"), "table_id", "row", F.col("cols").alias("c0"))
     pairs = t.join(first, "v0").where(F.col("table_id") != F.col("owner"))
 
     def verified(pairs: DataFrame, i: int) -> DataFrame:
-        other = cells.select(F.col("token").alias(f"v{i}"), "table_id", "row", F.col("col").alias(f"c{i}"))
+        other = cells.select(F.col("token").alias(f"v{i}"), "table_id", "row", F.col("cols").alias(f"c{i}"))
         return pairs.join(other, [f"v{i}", "table_id", "row"])
 
     pairs = verified(pairs, 1)
     # a key of two columns has no third value: joined on a null v2, its pairs would all hash to one task
-    two = pairs.where(F.col("v2").isNull()).withColumn("c2", F.lit(None).cast("int"))
+    two = pairs.where(F.col("v2").isNull()).withColumn("c2", F.array(F.lit(None).cast("int")))
     pairs = two.unionByName(verified(pairs.where(F.col("v2").isNotNull()), 2))
+    pairs = pairs.select("lid", "table_id", "tid", "init", "o1", "m", "c0", "c1", "c2").persist()
+    try:
+        summed = F.sum(F.size("c0").cast("long") * F.size("c1") * F.size("c2")).alias("n")
+        matches = dict(earlier)
+        for r in pairs.groupBy("lid").agg(summed).collect():
+            matches[r["lid"]] = matches.get(r["lid"], 0) + int(r["n"])
+        over = {lid for lid, n in matches.items() if n > MAX_LIST_MATCHES}
+        tops = _best_mappings(pairs.where(~F.col("lid").isin(sorted(over))) if over else pairs)
+    finally:
+        pairs.unpersist()
+    return _Found(tops, over, matches)
+
+
+def _best_mappings(pairs: DataFrame) -> dict[int, list[tuple[str, int, list[int]]]]:
+    """Verified pairs (lid, table_id, tid, init, o1, m, and the row's columns c0, c1, c2 holding the
+    tuple's initial, second and third value) -> per list its top LIST_K (table_id, J, positions in
+    key order): J the distinct tuples a mapping matches, per table its best mapping (largest J, then
+    smallest positions)."""
+    for i in range(3):  # every choice of the row's columns (one generator per projection)
+        pairs = pairs.withColumn(f"c{i}", F.explode(f"c{i}"))
     in_key_order = [
         F.when(F.col("init") == k, F.col("c0")).when(F.col("o1") == k, F.col("c1")).otherwise(F.col("c2"))
         for k in range(3)
@@ -383,13 +474,13 @@ def _named(
 
 
 def _list_rows(
-    listed: Listed, answers: Sequence[_Answer], version: int, state: int | None = None
+    listed: Listed, answers: Sequence[_Answer], version: int, state: int | None = None, matches: int = 0
 ) -> list[dict[str, Any]]:
     """A list's rows: its rank-0 marker (joinability 0, or `state`: OVER_BUDGET, PENDING, when it was
-    not computed), then its answers."""
+    not computed; the `matches` its verification enumerated), then its answers."""
     table_id, key = listed
     head = {"table_id": table_id, "key": key, "rank": 0, "candidate_table_id": None, "version": version}
-    rows = [{**head, "joinability": 0 if state is None else state, "mapping": None}]
+    rows = [{**head, "joinability": 0 if state is None else state, "mapping": None, "matches": matches}]
     rows += [
         {**head, "rank": rank, "candidate_table_id": a.table_id, "joinability": a.joinability, "mapping": a.mapping}
         for rank, a in enumerate(answers if state is None else (), start=1)
@@ -411,9 +502,9 @@ def _merge_added(
 ) -> int:
     """Merge the added tables into the lists `mergeable` of `kept` (in place): their stored tuples
     against the added tables' items alone, each from the key position that pairs with the fewest
-    of them. A list the added tables take past the per-list bound becomes over budget, as it would
-    if it were computed again (the bound is on the whole lake's pairs). Returns how many lists
-    changed."""
+    of them. A list the added tables take past the per-list bounds becomes over budget, as it would
+    if it were computed again (the bounds are on the whole lake's pairs, counted again, and matches,
+    the added tables' added to those its marker holds). Returns how many lists changed."""
     by_id = {ids[listed]: listed for listed in mergeable}
     sizes = {lid: len(json.loads(listed[1])) for lid, listed in by_id.items()}
     lids = local_frame(spark, [(i, *listed) for i, listed in by_id.items()], "lid int, table_id string, key string")
@@ -427,17 +518,23 @@ def _merge_added(
         start = {lid: p for lid, p in init.items() if lid not in over and pairs[lid] > 0}
         searched = tuples.join(F.broadcast(local_frame(spark, sorted(start.items()), "lid int, init int")), "lid")
         owners = _owners(spark, by_id)
-        found = _top_tables(searched, added_postings, owners) if start else {}
+        earlier = {lid: kept[by_id[lid]][0].get("matches") or 0 for lid in start}  # none in an older lake
+        found = _top_tables(searched, added_postings, owners, earlier) if start else _NOTHING
     finally:
         tuples.unpersist()
+    over |= found.over
     for lid in over:
         kept[by_id[lid]] = _list_rows(by_id[lid], [], version, OVER_BUDGET)
     changed = len(over)
-    for lid, answers in found.items():
+    for lid, matches in found.matches.items():
+        if lid in over:
+            continue
         listed = by_id[lid]
+        kept[listed][0]["matches"] = matches  # lake-only: the catalog's copy needs no new version
         old = [_Answer(r["candidate_table_id"], r["joinability"], r["mapping"]) for r in kept[listed][1:]]
-        merged = sorted([*old, *_named(answers, listed, headers)], key=lambda a: (-a.joinability, a.table_id))[:LIST_K]
+        new = _named(found.tops.get(lid, []), listed, headers)
+        merged = sorted([*old, *new], key=lambda a: (-a.joinability, a.table_id))[:LIST_K]
         if merged != old:
-            kept[listed] = _list_rows(listed, merged, version)
+            kept[listed] = _list_rows(listed, merged, version, matches=matches)
             changed += 1
     return changed

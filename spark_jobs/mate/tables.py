@@ -64,6 +64,9 @@ LISTS_SCHEMA = pa.schema(
         ("joinability", pa.int64()),  # the marker's: 0, or OVER_BUDGET when not computed
         ("mapping", pa.string()),  # JSON: key column -> the candidate's column
         ("version", pa.int64()),  # the index version that last changed the list
+        # the marker's: the matches the list's verification enumerated over the lake (lake-only:
+        # a merge adds the added tables' to them, against MAX_LIST_MATCHES)
+        ("matches", pa.int64()),
     ]
 )
 

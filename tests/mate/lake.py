@@ -11,6 +11,7 @@ holding them, it records the tuple under that mapping, then keeps the mapping wi
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter
 from collections.abc import Sequence
 
@@ -62,6 +63,22 @@ def pair_bound(
         token for _, _, trows in tables for r in trows for v in r if (token := normalize_token(v)) is not None
     )
     return min(sum(cells[t[i]] for t in query) for i in range(len(key)))
+
+
+def match_count(
+    tables: Sequence[Table], headers: Sequence[str], rows: Sequence[Sequence[str | None]], key: Sequence[str]
+) -> int:
+    """The matches a precomputed list's verification would enumerate against `tables` (the list's
+    own table left out by the caller): over every row and query tuple whose values all sit in the
+    row, the product of how many of the row's columns hold each value."""
+    at = [list(headers).index(name) for name in key]
+    query = {t for r in rows if None not in (t := tuple(normalize_token(r[p]) for p in at))}
+    total = 0
+    for _, _, trows in tables:
+        for r in trows:
+            where = Counter(token for v in r if (token := normalize_token(v)) is not None)
+            total += sum(math.prod(where[v] for v in t) for t in query)
+    return total
 
 
 def random_lake(seed: int, n_tables: int = 40, key_size: int = 2) -> tuple[list[Table], Table]:

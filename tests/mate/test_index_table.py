@@ -11,6 +11,7 @@ from catalog.core.identity import normalize_token
 from catalog.core.xash import XashSpec
 from catalog.search.mate.models import ROW_BLOCK
 from catalog.search.mate.source import build_memory_source
+from spark_jobs.mate.lists import cells_by_row
 from spark_jobs.mate.update import KEYS, POSTINGS, index_table, tokens_of
 from tests.mate.lake import random_lake
 
@@ -58,3 +59,24 @@ def test_index_table_equals_the_memory_index(bits: int) -> None:
                 keys[r["block"] * ROW_BLOCK : r["block"] * ROW_BLOCK + len(block)] = block
         assert np.array_equal(keys[: len(rows)], memory.keys[ref])
         assert all(r["table_id"] == table_id and r["bucket"] == 3 for r in out)
+
+
+def test_cells_by_row_regroups_every_posting_list_by_row() -> None:
+    """The lists step reads posting lists as (table, token, row) -> the row's columns: every cell
+    once, in order, across tables, tokens and rows holding a token in one column or many."""
+    tables = [
+        ("wide", ["a", "b", "c", "d"], [["0", "0", "1", "0"], ["1", "0", "0", "1"], ["x", None, "0", "0"]]),
+        ("narrow", ["a", "b"], [["0", "x"], ["0", "y"]]),
+    ]
+    spec = XashSpec()
+    out = [r for t, _, rows in tables for r in index_table(spec, _cells(t, rows)).to_pylist() if r["kind"] == POSTINGS]
+    postings = pa.RecordBatch.from_pylist(out).select(["table_id", "token", "rows", "cols"])
+    got = cells_by_row(postings).to_pylist()
+    want = sorted(
+        (t, v, r, [c for c, w in enumerate(row, start=1) if w == v])
+        for t, _, rows in tables
+        for r, row in enumerate(rows)
+        for v in {w for w in row if w is not None}
+    )
+    assert sorted((g["table_id"], g["token"], g["row"], g["cols"]) for g in got) == want
+    assert [g["row"] for g in got if (g["table_id"], g["token"]) == ("wide", "0")] == [0, 1, 2]

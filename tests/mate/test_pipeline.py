@@ -31,7 +31,7 @@ from spark_jobs.lake import faults
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.mate import lists as lake_lists
 from tests.conftest import cli_home
-from tests.mate.lake import Table, oracle, pair_bound, random_lake
+from tests.mate.lake import Table, match_count, oracle, pair_bound, random_lake
 
 pytestmark = pytest.mark.slow
 BUDGETS = (982, 3_000, 1)  # pairs per list, per run, per backlog run (the cheapest list always goes)
@@ -355,3 +355,46 @@ def test_added_tables_take_a_list_over_its_bound(
         patch.setattr(lake_lists, "MAX_LIST_PAIRS", limit)
         assert main(["index"]) == 0
     _check_lists(home, catalog_url, capsys, budgets=(limit, 10**12, 10**12))
+
+
+def test_lists_of_too_many_matches_are_not_computed(
+    home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row holding a key value in several columns matches every choice of them: the lists whose
+    verification would enumerate more matches than the bound are over budget, when first computed
+    and after a batch that adds tables (the matches of the tables there before counted too), and
+    every other list equals the oracle's search."""
+    limit = 20  # this lake's lists enumerate 1 to 56 matches
+    folder = home / "files"
+    tables, _ = random_lake(21, n_tables=12, key_size=2)
+    for table_id, headers, rows in tables:
+        _write(folder / f"{table_id}.csv", headers, rows)
+    assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
+    monkeypatch.setattr(lake_lists, "MAX_LIST_MATCHES", limit)
+    assert main(["index"]) == 0
+    with open_catalog(catalog_url).connect() as conn:
+        listed = sorted((t, tuple(k)) for t, keys in listed_keys(conn).items() for k in keys)
+    before_lake = _lake_tables(folder)
+    own = {t[0]: t for t in before_lake}
+
+    def matches(lake: list[Table]) -> dict[tuple[str, tuple[str, ...]], int]:
+        return {(t, k): match_count([x for x in lake if x[0] != t], own[t][1], own[t][2], list(k)) for t, k in listed}
+
+    before = matches(before_lake)
+    assert any(n > limit for n in before.values()) and any(0 < n <= limit for n in before.values()), before
+    _check_lists(home, catalog_url, capsys, kept_over={x for x in listed if before[x] > limit})
+
+    # an added table repeating the first key column of a list's rows: each row matches its tuple
+    # twice, taking the list just past the bound with fewer matches than the bound
+    grown = max((x for x in listed if len(x[1]) == 2 and 2 <= before[x] <= limit), key=lambda x: before[x])
+    _, headers, rows = own[grown[0]]
+    at = [headers.index(name) for name in grown[1]]
+    complete = [r for r in rows if r[at[0]] and r[at[1]]]
+    n = (limit - before[grown]) // 2 + 1
+    repeated = [[r[at[0]], r[at[0]], r[at[1]]] for r in (complete * n)[:n]]
+    _write(folder / "repeated.csv", ["a", "a2", "b"], repeated)
+    after = matches(_lake_tables(folder))
+    assert after[grown] > limit >= after[grown] - before[grown], (before[grown], after[grown])
+    assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
+    assert main(["index"]) == 0
+    _check_lists(home, catalog_url, capsys, kept_over={x for x in listed if after[x] > limit})

@@ -8,12 +8,12 @@ import pytest
 
 from catalog.core.errors import SettingsError, UserError, XashMismatchError
 from catalog.core.xash import BETA, XashSpec
-from catalog.search.mate import METHODS
+from catalog.search.mate import METHODS, mappings
 from catalog.search.mate.query import choose_key, composite_keys, parse_csv
 from catalog.search.mate.search import NaryRequest, search_nary
 from catalog.search.mate.settings import BITS, MateSettings
 from catalog.search.mate.source import build_memory_source
-from tests.mate.lake import oracle, random_lake
+from tests.mate.lake import Table, oracle, random_lake
 
 
 def _answers(source, headers, rows, key, k, method):  # type: ignore[no-untyped-def]
@@ -50,6 +50,34 @@ def test_the_filter_prunes_and_verifies_less() -> None:
     _, scr = _answers(source, headers, rows, headers[:2], 10, "scr")
     assert mate.passed < scr.passed and mate.verified < scr.verified
     assert mate.matched == scr.matched or mate.matched <= scr.matched  # no tuple the filter loses
+
+
+def zero_one_lake(seed: int, key_size: int) -> tuple[list[Table], list[str], list[list[str | None]]]:
+    """Wide tables of 0/1 columns (a row holds each key value in dozens of columns: thousands of
+    mappings per pair) beside narrow ones, and a query of small-integer tuples."""
+    rng = np.random.default_rng(seed)
+    tables: list[Table] = []
+    for t in range(6):
+        width = 30 if t % 2 else 3
+        rows = [[str(v) for v in rng.integers(0, 2 + t % 3, width)] for _ in range(int(rng.integers(5, 25)))]
+        tables.append((f"w{t}", [f"c{c}" for c in range(width)], rows))
+    headers = [f"k{i}" for i in range(key_size)]
+    query: list[list[str | None]] = [[str(v) for v in rng.integers(0, 3, key_size)] for _ in range(12)]
+    return tables, headers, query
+
+
+@pytest.mark.parametrize("key_size", [2, 3])
+def test_rows_holding_key_values_in_many_columns(key_size: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every mapping is enumerated, in blocks (a tiny block splits the pairs, and a pair alone can
+    pass it), and the best mapping is the oracle's."""
+    tables, headers, query = zero_one_lake(key_size, key_size)
+    source = build_memory_source(tables)
+    expected = oracle(tables, headers, query, headers, 4)
+    assert expected[0][1] > 1
+    for block in (mappings.BLOCK, 500):
+        monkeypatch.setattr(mappings, "BLOCK", block)
+        for method in METHODS:
+            assert _answers(source, headers, query, headers, 4, method)[0] == expected, (block, method)
 
 
 def test_single_values_shared_but_no_tuple() -> None:

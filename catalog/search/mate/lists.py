@@ -30,6 +30,10 @@ KEYS_PER_TABLE = 2  # listed keys per table, the best by score
 # this is not precomputed (the lookup says so; `search nary` answers it): one such key (a year and
 # a month over a lake of monthly series) would hold up every publish.
 MAX_LIST_PAIRS = 2_000_000
+# Nor is a list whose verified pairs would give more (tuple, table, row, column mapping) matches than
+# this: a row holding a key value in many columns (a wide table of 0/1 columns) gives every choice
+# of those columns, so a few pairs can give billions of matches.
+MAX_LIST_MATCHES = 2_000_000
 OVER_BUDGET = -1  # the joinability of a list's rank-0 row when it was not precomputed
 # The pairs one index run spends on lists, the cheapest first; the others wait for the next run
 # (their marker says so). A lake's first build would otherwise hold up its first answers: the
@@ -110,7 +114,8 @@ def nary_joinable(
     if lists[listed][0].joinability == OVER_BUDGET:
         raise UserError(
             f"the list of {table_id!r} on ({', '.join(listed)}) is not precomputed: its key values are too common "
-            f"(more than {MAX_LIST_PAIRS:,} candidate rows); `juncture search nary` answers it"
+            f"(more than {MAX_LIST_PAIRS:,} candidate rows, or more than {MAX_LIST_MATCHES:,} column matches to "
+            "verify); `juncture search nary` answers it"
         )
     if lists[listed][0].joinability == PENDING:
         raise UserError(

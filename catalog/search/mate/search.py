@@ -27,7 +27,6 @@ is not verified (Rule 2, applied after the filter).
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
@@ -39,6 +38,7 @@ from catalog.core.errors import UserError
 from catalog.core.identity import normalize_token
 from catalog.core.xash import XashSpec, xash
 from catalog.search.mate import METHODS
+from catalog.search.mate.mappings import Choices, best_mapping
 from catalog.search.mate.source import MateSource, Postings
 
 MAX_KEY_COLUMNS = 8
@@ -263,53 +263,22 @@ class _Search:
 
     def _joinability(self, pairs: _Pairs, lists: dict[str, Postings], init: int) -> tuple[int, tuple[int, ...]]:
         """Verify each (tuple, row) pair: the columns of the row holding each other key value, every
-        injective choice of them a mapping; J = the most distinct tuples one mapping matches.
-
-        In numpy for the pairs whose values sit in one column each (a searchsorted per key position
-        over the table's (token, row) items); the few whose row holds a value in several columns go
-        through `_expanded`, which enumerates the choices."""
+        injective choice of them a mapping; J = the most distinct tuples one mapping matches
+        (`mappings.best_mapping`, in numpy blocks)."""
         tuple_of, rows, cols = pairs
         m = len(self.key)
         items = _Items(lists, int(rows.max()) + 1 if len(rows) else 1)
         ids, inverse = np.unique(tuple_of, return_inverse=True)  # the tuples these pairs hold, once each
-        choice = np.zeros((len(rows), m), np.int64)
-        choice[:, init] = cols
-        alive, multi = np.ones(len(rows), bool), np.zeros(len(rows), bool)
+        start = np.zeros((len(rows), m), np.int64)
+        count = np.ones((len(rows), m), np.int64)
+        start[:, init] = len(items.columns) + np.arange(len(rows))  # the pair's own column, after the items'
         for i in range(m):
             if i != init:
-                found, n = items.find([self.tuples[j][i] for j in ids.tolist()], inverse, rows)
-                choice[:, i] = found
-                alive &= n > 0
-                multi |= n > 1
-        single = alive & ~multi
-        ordered = np.sort(choice, axis=1)
-        injective = np.all(ordered[:, 1:] != ordered[:, :-1], axis=1)
-        keep = single & injective
-        found_rows = [np.column_stack([choice[keep], tuple_of[keep]])]
-        self.stats.matched += int(keep.sum())
-        for j, row, col in zip(*(a[alive & multi].tolist() for a in pairs), strict=True):
-            expanded = self._expanded(j, row, col, lists, init)
-            self.stats.matched += int(bool(expanded))
-            if expanded:
-                found_rows.append(np.asarray([[*c, j] for c in expanded], np.int64))
-        hits = np.unique(np.concatenate(found_rows), axis=0)
-        if len(hits) == 0:
-            return 0, ()
-        combos, counts = np.unique(hits[:, :m], axis=0, return_counts=True)
-        best = int(np.flatnonzero(counts == counts.max())[0])  # rows are sorted: the smallest combo
-        return int(counts[best]), tuple(int(c) for c in combos[best])
-
-    def _expanded(self, j: int, row: int, col: int, lists: dict[str, Postings], init: int) -> list[tuple[int, ...]]:
-        """Every injective choice of columns of `row` holding tuple j's values (the initial one at `col`)."""
-        options: list[tuple[int, ...]] = []
-        for i in range(len(self.key)):
-            if i == init:
-                options.append((col,))
-                continue
-            p = lists[self.tuples[j][i]]
-            lo, hi = np.searchsorted(p.rows, [row, row + 1])
-            options.append(tuple(p.cols[lo:hi].tolist()))
-        return [c for c in itertools.product(*options) if len(set(c)) == len(c)]
+                start[:, i], count[:, i] = items.find([self.tuples[j][i] for j in ids.tolist()], inverse, rows)
+        choices = Choices(tuple_of, start, count, np.concatenate([items.columns, cols]))
+        best = best_mapping(choices, init)
+        self.stats.matched += best.matched
+        return best.joinability, best.positions
 
     # ------------------------------------------------------------------ top k
     def _kth(self) -> tuple[int, str]:
@@ -349,15 +318,14 @@ class _Items:
         self.keys, self.columns = keys[order], columns[order]
 
     def find(self, values: list[str], value_of: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For each pair p: a column of row rows[p] holding the value values[value_of[p]], and how
-        many columns hold it."""
+        """For each pair p: where the columns of row rows[p] holding the value values[value_of[p]]
+        start in `columns`, and how many there are."""
         codes = np.asarray([self.code.get(v, -1) for v in values], np.int64)[value_of]
         wanted = codes * self.stride + rows
         lo = np.searchsorted(self.keys, wanted, "left")
         n = np.searchsorted(self.keys, wanted, "right") - lo
         n[codes < 0] = 0
-        found = self.columns[np.minimum(lo, max(len(self.columns) - 1, 0))] if len(self.columns) else np.zeros_like(lo)
-        return found, n
+        return lo, n
 
 
 def _by_table(postings: list[Postings]) -> dict[int, dict[str, Postings]]:

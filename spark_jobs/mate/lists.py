@@ -143,9 +143,8 @@ def update_lists(
     if batch is not None and batch.added and mergeable and not full:
         merged = _merge_added(spark, store, settings, ids, mergeable, kept, sorted(batch.added), headers, version)
     rows = [r for listed in sorted(kept) for r in kept[listed]] + computed
-    store.overwrite(
-        MATE_LISTS, pa.Table.from_pylist(rows, schema=LISTS_SCHEMA), new_schema=True
-    )  # an older lake's lack `matches`
+    # new_schema: the lists of a lake written by an earlier release lack `matches`
+    store.overwrite(MATE_LISTS, pa.Table.from_pylist(rows, schema=LISTS_SCHEMA), new_schema=True)
     markers = [r["joinability"] for r in rows if r["rank"] == 0]
     counts = {
         "mate_lists": len(wanted),

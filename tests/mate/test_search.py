@@ -3,6 +3,8 @@ every method returns the oracle's top k, with the same joinability at every rank
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -68,13 +70,13 @@ def zero_one_lake(seed: int, key_size: int) -> tuple[list[Table], list[str], lis
 
 @pytest.mark.parametrize("key_size", [2, 3])
 def test_rows_holding_key_values_in_many_columns(key_size: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every mapping is enumerated, in blocks (a tiny block splits the pairs, and a pair alone can
-    pass it), and the best mapping is the oracle's."""
+    """Every mapping is enumerated, in runs (a tiny run splits the pairs, and one pair's matches
+    across runs), and the best mapping is the oracle's."""
     tables, headers, query = zero_one_lake(key_size, key_size)
     source = build_memory_source(tables)
     expected = oracle(tables, headers, query, headers, 4)
     assert expected[0][1] > 1
-    for block in (mappings.BLOCK, 500):
+    for block in (mappings.BLOCK, 3 if key_size == 2 else 500):
         monkeypatch.setattr(mappings, "BLOCK", block)
         for method in METHODS:
             assert _answers(source, headers, query, headers, 4, method)[0] == expected, (block, method)
@@ -139,3 +141,28 @@ def test_the_settings_offer_exactly_the_hash_sizes_xash_has() -> None:
     assert tuple(sorted(BETA)) == BITS
     with pytest.raises(SettingsError, match=r"index\.mate\.bits"):
         MateSettings(bits=64)
+
+
+def test_runs_of_matches_enumerate_every_choice_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cut into runs of 3, one pair's matches across several, the runs give each pair's choices of
+    one column per key position exactly once: the product of its positions' columns."""
+    monkeypatch.setattr(mappings, "BLOCK", 3)
+    rng = np.random.default_rng(8)
+    count = rng.integers(0, 4, (9, 3))
+    count[:, 1] = 1  # the initial position: the pair's own column
+    start = np.cumsum(np.r_[0, count.ravel()[:-1]]).reshape(count.shape)
+    columns = rng.integers(1, 50, int(count.sum()))
+    choices = mappings.Choices(np.arange(9), start, count, columns)
+    total = count.prod(axis=1)
+    pairs = np.flatnonzero(total > 0)
+    got: list[tuple[int, ...]] = []
+    for block, first, n in mappings._blocks(pairs, total):
+        assert n.sum() <= 3
+        combos, owner = mappings._enumerate(choices, block, first, n)
+        got += [(int(block[o]), *map(int, c)) for o, c in zip(owner, combos, strict=True)]
+    want = [
+        (p, *c)
+        for p in pairs.tolist()
+        for c in itertools.product(*(columns[start[p, i] : start[p, i] + count[p, i]].tolist() for i in range(3)))
+    ]
+    assert want and sorted(got) == sorted(want)

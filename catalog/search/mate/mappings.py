@@ -3,11 +3,11 @@ columns to the table's columns that matches the most distinct tuples (`search na
 
 A pair's row may hold a key value in several columns, and every injective choice of them is a
 mapping the pair matches. Rows of a wide table of 0/1 columns hold `0` in a thousand columns: one
-(0, 0) tuple then matches a million mappings in one row, so the choices are enumerated with numpy in
-blocks of at most `BLOCK` matches, never as Python tuples, and memory stays bounded whatever the
-table. Matches under different columns of the initial value are different mappings, so each such
-column's matches are counted on their own; within one, the distinct (mapping, tuple) matches of
-the blocks so far are kept.
+(0, 0) tuple then matches a million mappings in one row, so the choices are enumerated with numpy
+in runs of `BLOCK` matches (a pair of more split across runs), never as Python tuples: memory is
+bounded by a run and the distinct matches kept. Matches under different columns of the initial
+value are different mappings, so each such column's matches are counted on their own; within
+one, the distinct (mapping, tuple) matches of the runs so far are kept.
 """
 
 from __future__ import annotations
@@ -43,33 +43,34 @@ def best_mapping(choices: Choices, init: int) -> Best:
     """The mapping matching the most distinct tuples, the smallest positions on a tie."""
     total = choices.count.prod(axis=1)
     live = np.flatnonzero(total > 0)
+    if len(live) == 0:
+        return Best(0, (), 0)
+    # the values below which each column of a (mapping..., tuple) row lies
+    radix = [int(choices.columns.max()) + 1] * choices.start.shape[1] + [int(choices.tuple_of.max()) + 1]
+    hit = np.zeros(len(total), bool)  # the pairs with at least one injective mapping
     best: tuple[int, tuple[int, ...]] = (0, ())
-    matched = 0
     first = choices.columns[choices.start[live, init]]
-    if len(live):  # the values below which each column of a (mapping..., tuple) row lies
-        radix = [int(choices.columns.max()) + 1] * choices.start.shape[1] + [int(choices.tuple_of.max()) + 1]
     for column in np.unique(first).tolist():
-        hits, n_matched = _distinct_matches(choices, live[first == column], total, radix)
-        matched += n_matched
+        hits = _distinct_matches(choices, live[first == column], total, radix, hit)
         if len(hits):
             combos, counts = _unique_rows(hits[:, :-1], radix[:-1], counts=True)
             top = int(np.flatnonzero(counts == counts.max())[0])  # rows sorted: the smallest combo first
             candidate = (int(counts[top]), tuple(int(c) for c in combos[top]))
             if candidate[0] > best[0] or (candidate[0] == best[0] and candidate[1] < best[1]):
                 best = candidate
-    return Best(best[0], best[1], matched)
+    return Best(best[0], best[1], int(hit.sum()))
 
 
 def _distinct_matches(
-    choices: Choices, pairs: np.ndarray, total: np.ndarray, radix: list[int]
-) -> tuple[np.ndarray, int]:
-    """The distinct (mapping..., tuple) rows `pairs` match, and how many of the pairs match one."""
+    choices: Choices, pairs: np.ndarray, total: np.ndarray, radix: list[int], hit: np.ndarray
+) -> np.ndarray:
+    """The distinct (mapping..., tuple) rows `pairs` match; `hit` marks the pairs that match one."""
     parts: list[np.ndarray] = []
-    held = matched = 0
-    for block in _blocks(pairs, total):
-        combos, owner = _enumerate(choices, block, total[block])
+    held = 0
+    for block, first, n in _blocks(pairs, total):
+        combos, owner = _enumerate(choices, block, first, n)
         injective = _injective(combos)
-        matched += len(np.unique(owner[injective]))
+        hit[block[owner[injective]]] = True
         rows = np.column_stack([combos[injective], choices.tuple_of[block][owner[injective]]])
         parts.append(_unique_rows(rows, radix)[0])
         held += len(parts[-1])
@@ -77,8 +78,8 @@ def _distinct_matches(
             parts = [_unique_rows(np.concatenate(parts), radix)[0]]
             held = len(parts[0])
     if not parts:
-        return np.empty((0, len(radix)), np.int64), matched
-    return _unique_rows(np.concatenate(parts), radix)[0], matched
+        return np.empty((0, len(radix)), np.int64)
+    return _unique_rows(np.concatenate(parts), radix)[0]
 
 
 def _injective(combos: np.ndarray) -> np.ndarray:
@@ -112,22 +113,26 @@ def _unique_rows(rows: np.ndarray, radix: list[int], *, counts: bool = False) ->
     return out, n
 
 
-def _blocks(pairs: np.ndarray, total: np.ndarray) -> Iterator[np.ndarray]:
-    """`pairs` in consecutive runs of at most BLOCK matches (a pair of more is a run alone)."""
-    ends = np.cumsum(total[pairs])
-    lo = 0
-    while lo < len(pairs):
-        base = ends[lo - 1] if lo else 0
-        hi = max(int(np.searchsorted(ends, base + BLOCK, "right")), lo + 1)
-        yield pairs[lo:hi]
-        lo = hi
+def _blocks(pairs: np.ndarray, total: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The matches of `pairs`, in order, in runs of BLOCK: per run its pairs, the rank of each
+    one's first match in the run and how many of its matches the run holds (a pair of more matches
+    than a run spans several)."""
+    sizes = total[pairs]
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    for lo in range(0, int(ends[-1]) if len(ends) else 0, BLOCK):
+        a = int(np.searchsorted(ends, lo, "right"))
+        b = int(np.searchsorted(starts, lo + BLOCK, "left"))
+        first = np.maximum(lo - starts[a:b], 0)
+        yield pairs[a:b], first, np.minimum(lo + BLOCK - starts[a:b], sizes[a:b]) - first
 
 
-def _enumerate(choices: Choices, block: np.ndarray, total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every choice of one column per key position for each pair of `block`: (matches, m) columns
-    and, per match, its pair's index in `block` (mixed radix over the positions' counts)."""
-    owner = np.repeat(np.arange(len(block)), total)
-    rank = np.arange(len(owner)) - np.repeat(np.cumsum(total) - total, total)
+def _enumerate(choices: Choices, block: np.ndarray, first: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The matches of rank first[p] to first[p] + n[p] - 1 of each pair p of `block` (a match's rank
+    numbers its choice of one column per key position, mixed radix over the positions' counts):
+    (matches, m) columns and, per match, its pair's index in `block`."""
+    owner = np.repeat(np.arange(len(block)), n)
+    rank = first[owner] + np.arange(len(owner)) - np.repeat(np.cumsum(n) - n, n)
     m = choices.start.shape[1]
     combos = np.empty((len(owner), m), np.int64)
     stride = np.ones(len(owner), np.int64)

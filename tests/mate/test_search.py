@@ -11,11 +11,12 @@ import pytest
 from catalog.core.errors import SettingsError, UserError, XashMismatchError
 from catalog.core.xash import BETA, XashSpec
 from catalog.search.mate import METHODS, mappings
+from catalog.search.mate import search as mate_search
 from catalog.search.mate.query import choose_key, composite_keys, parse_csv
-from catalog.search.mate.search import NaryRequest, search_nary
+from catalog.search.mate.search import NaryRequest, TooManyMatchesError, search_nary
 from catalog.search.mate.settings import BITS, MateSettings
 from catalog.search.mate.source import build_memory_source
-from tests.mate.lake import Table, oracle, random_lake
+from tests.mate.lake import Table, match_count, oracle, random_lake
 
 
 def _answers(source, headers, rows, key, k, method):  # type: ignore[no-untyped-def]
@@ -80,6 +81,30 @@ def test_rows_holding_key_values_in_many_columns(key_size: int, monkeypatch: pyt
         monkeypatch.setattr(mappings, "BLOCK", block)
         for method in METHODS:
             assert _answers(source, headers, query, headers, 4, method)[0] == expected, (block, method)
+
+
+def test_column_choices_are_counted_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Brute force verifies every pair, so it counts every choice of columns the oracle counts; one
+    fewer allowed and the search is refused, naming the table."""
+    tables, headers, query = zero_one_lake(2, 2)
+    source = build_memory_source(tables)
+    _, stats = _answers(source, headers, query, headers, 4, "brute")
+    assert stats.matches == match_count(tables, headers, query, headers) > 0
+    monkeypatch.setattr(mate_search, "MAX_SEARCH_MATCHES", stats.matches - 1)
+    with pytest.raises(TooManyMatchesError, match="table 'w"):
+        _answers(source, headers, query, headers, 4, "brute")
+
+
+def test_more_column_choices_than_int64_holds_are_refused() -> None:
+    """A row of 1,000 zeros and a key of 8 zeros: 1,000^7 choices per pair, past int64, where a
+    product in numpy's integers would wrap to a wrong count instead of failing."""
+    width, m = 1_000, mate_search.MAX_KEY_COLUMNS
+    source = build_memory_source([("zeros", [f"c{c}" for c in range(width)], [["0"] * width])])
+    headers = [f"k{i}" for i in range(m)]
+    for method in METHODS:
+        with pytest.raises(TooManyMatchesError, match=r"'zeros'.*1e\+24 column choices") as refused:
+            _answers(source, headers, [["0"] * m], headers, 3, method)
+        assert refused.value.matches == float(width) ** m
 
 
 def test_single_values_shared_but_no_tuple() -> None:

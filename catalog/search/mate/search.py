@@ -43,6 +43,22 @@ from catalog.search.mate.source import MateSource, Postings
 
 MAX_KEY_COLUMNS = 8
 VERIFY_BATCH = 32  # tables whose candidate rows are verified with one read of their lists
+# column choices one search enumerates, at most: about 10 million a second, so about two minutes;
+# a row holding each of 7 key values in 1,000 columns alone would give 10^21
+MAX_SEARCH_MATCHES = 1_000_000_000
+
+
+class TooManyMatchesError(UserError):
+    """The key values repeat across so many columns of some table's rows that checking every choice
+    of columns (each one a mapping the search must count exactly) is beyond MAX_SEARCH_MATCHES."""
+
+    def __init__(self, table_id: str, matches: float) -> None:
+        super().__init__(
+            f"table {table_id!r} holds the query's key values in many columns of the same rows: with it "
+            f"the search has {matches:.3g} column choices to check, more than {MAX_SEARCH_MATCHES:,}; "
+            "search on fewer or more distinctive key columns"
+        )
+        self.table_id, self.matches = table_id, matches
 
 
 @dataclass(frozen=True)
@@ -80,6 +96,7 @@ class NaryStats:
     verified: int = 0  # ... verified (Rule 2 spares the others)
     matched: int = 0  # ... that hold the whole tuple
     pair_bound: int = 0  # (query tuple, lake row) pairs the initial column's lists can give at most
+    matches: float = 0.0  # column choices of the verified pairs (mappings x pairs), enumerated
 
 
 @dataclass
@@ -160,7 +177,7 @@ class _Search:
             chunk = self._worth_verifying(candidates, info, pairs, query_keys)
             lists = others if others is not None else self._other_lists(chunk, pairs, init) if chunk else {}
             for ref in chunk:
-                joined, positions = self._joinability(pairs[ref], lists.get(ref, {}), init)
+                joined, positions = self._joinability(pairs[ref], lists.get(ref, {}), init, info[ref][0])
                 if joined:
                     table_id, headers = info[ref][0], json.loads(info[ref][1])
                     mapping = {name: headers[pos - 1] for name, pos in zip(self.key, positions, strict=True)}
@@ -261,7 +278,9 @@ class _Search:
         values = sorted({v for i, vs in enumerate(distinct) if i != init for v in vs})
         return _by_table(self.source.postings(values))
 
-    def _joinability(self, pairs: _Pairs, lists: dict[str, Postings], init: int) -> tuple[int, tuple[int, ...]]:
+    def _joinability(
+        self, pairs: _Pairs, lists: dict[str, Postings], init: int, table_id: str
+    ) -> tuple[int, tuple[int, ...]]:
         """Verify each (tuple, row) pair: the columns of the row holding each other key value, every
         injective choice of them a mapping; J = the most distinct tuples one mapping matches
         (`mappings.best_mapping`, in numpy blocks)."""
@@ -275,10 +294,19 @@ class _Search:
         for i in range(m):
             if i != init:
                 start[:, i], count[:, i] = items.find([self.tuples[j][i] for j in ids.tolist()], inverse, rows)
+        self._count_matches(count, table_id)
         choices = Choices(tuple_of, start, count, np.concatenate([items.columns, cols]))
         best = best_mapping(choices, init)
         self.stats.matched += best.matched
         return best.joinability, best.positions
+
+    def _count_matches(self, count: np.ndarray, table_id: str) -> None:
+        """Add a table's column choices (per pair, the product of its counts) to the search's, and
+        refuse the search past MAX_SEARCH_MATCHES. Counted in floats: a pair's product can pass
+        int64 (7 key values in 1,000 columns each) where numpy's integers would wrap silently."""
+        self.stats.matches += float(np.prod(count, axis=1, dtype=np.float64).sum())
+        if self.stats.matches > MAX_SEARCH_MATCHES:
+            raise TooManyMatchesError(table_id, self.stats.matches)
 
     # ------------------------------------------------------------------ top k
     def _kth(self) -> tuple[int, str]:

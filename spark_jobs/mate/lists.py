@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark import StorageLevel
 from pyspark.sql import Window
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -411,7 +412,18 @@ def _top_tables(tuples: DataFrame, postings: DataFrame, owners: DataFrame, earli
     # a tuple travels through the joins as a number, not its tokens (rows half as wide to shuffle)
     t = t.withColumns({"tid": F.monotonically_increasing_id(), "m": size}).drop("tokens")
     needed = tuples.select(F.explode("tokens").alias("token")).distinct()
-    cells = _row_cells(postings.join(needed, "token", "left_semi"))
+    # read by five joins (the first value's and the second's on both branches below, the third's):
+    # kept once, or the lake's posting lists are scanned and regrouped in Python five times
+    cells = _row_cells(postings.join(needed, "token", "left_semi")).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        return _verified_top(t, cells, earlier)
+    finally:
+        cells.unpersist()
+
+
+def _verified_top(t: DataFrame, cells: DataFrame, earlier: Mapping[int, int]) -> _Found:
+    """`_top_tables` on the tuples `t` (lid, tid, m, init, o1, owner, v0-v2) and the candidate
+    tables' `cells` (table_id, token, row, cols)."""
     first = cells.select(F.col("token").alias("v0"), "table_id", "row", F.col("cols").alias("c0"))
     pairs = t.join(first, "v0").where(F.col("table_id") != F.col("owner"))
 

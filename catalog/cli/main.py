@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -23,10 +24,18 @@ from catalog.core.settings import load_settings
 log = logging.getLogger(__name__)
 
 
+# argparse's message when an option's value starts with '-' (a column named `-88.8.1`), which it
+# takes for another option
+_VALUE_MISSING = re.compile(r"argument (--?[\w-]+)(?:/\S+)?: expected one argument$")
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
+        missing = _VALUE_MISSING.match(message)
+        if missing:
+            message += f" (a value that starts with '-' is written {missing.group(1)}=VALUE)"
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 

@@ -100,6 +100,15 @@ def test_bad_arguments_exit_2_with_one_line(argv: list[str], capsys: pytest.Capt
     assert err.count("\n") == 1 and err.startswith("juncture")
 
 
+def test_a_value_starting_with_a_dash_is_shown_how_to_pass(capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse takes `-88.8.1` for an option; the one line says how to give it as a value."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["search", "nary", "--csv", "q.csv", "--key", "-88.8.1,lat"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--key=VALUE" in err and err.count("\n") == 1
+
+
 def test_lookup_table_json(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lookup", "table", "socrata:data.example.org:abcd-1234", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -125,10 +125,16 @@ class NaryAnswer(BaseModel):
     mapping: dict[str, str]  # query key column -> the table's column
 
 
+class NarySkipped(BaseModel):
+    table_id: str
+    column_choices: float  # choices of the table's columns the search would check, past its per-table bound
+
+
 class NaryResults(BaseModel):
     key: list[str]
     detected: bool  # the key was detected in the query table (no `key` given)
     results: list[NaryAnswer]  # best first: joinability descending, then table_id
+    skipped: list[NarySkipped]  # tables left out of the ranking (too many column choices); by table_id
 
 
 @router.post(
@@ -155,8 +161,9 @@ async def search_nary_route(
     headers, rows = parse_csv(text, what="the request body")
     columns, detected = choose_key(headers, rows, key)
     with one_snapshot(catalog_of(request)) as conn:
-        results = search_rows(conn, NaryRequest(headers, rows, columns, k=k, method=method))
-    return JSON({"key": columns, "detected": bool(detected), "results": results})
+        results, skipped = search_rows(conn, NaryRequest(headers, rows, columns, k=k, method=method))
+    left_out = [s.as_dict() for s in skipped]
+    return JSON({"key": columns, "detected": bool(detected), "results": results, "skipped": left_out})
 
 
 class SemanticQuery(BaseModel):

@@ -189,7 +189,7 @@ def run_demo(ctx: CliContext) -> int:
             headers, rows = parse_csv(_weather_sample())
             _show(
                 "search nary --csv weather_sample.csv --key origin,time_hour --k 3  (300 hourly readings)",
-                search_rows(conn, NaryRequest(headers, rows, ["origin", "time_hour"], k=3)),
+                search_rows(conn, NaryRequest(headers, rows, ["origin", "time_hour"], k=3))[0],
                 columns=["joinability", "table_id", "mapping"],
             )
             listed = listed_keys(conn).get(weather, [])

@@ -286,8 +286,8 @@ def _nary_answers(conn: Any, form: SearchForm) -> dict[str, Any]:
         key, detected = choose_key(headers, rows, form.key)
     except UserError as e:
         return _answer(error=str(e).replace("pass --key COL,COL", "name its columns under Key columns"))
-    results = search_rows(conn, NaryRequest(headers, rows, key, k=form.k))
-    return _answer(results, key=key, detected=bool(detected))
+    results, skipped = search_rows(conn, NaryRequest(headers, rows, key, k=form.k))
+    return _answer(results, key=key, detected=bool(detected), skipped=[s.describe() for s in skipped])
 
 
 def _transform_answers(request: Request, form: SearchForm) -> dict[str, Any]:

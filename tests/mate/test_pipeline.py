@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from markupsafe import escape
 from sqlalchemy import select
 
 from catalog.api.app import create_app
@@ -23,6 +24,7 @@ from catalog.core.settings import load_settings
 from catalog.core.xash import XashSpec
 from catalog.db.engine import open_catalog
 from catalog.search.mate import METHODS
+from catalog.search.mate import search as mate_search
 from catalog.search.mate.lists import LIST_K, listed_keys, nary_joinable, nary_lists
 from catalog.search.mate.models import MateList, MateTable
 from catalog.search.mate.search import NaryRequest, search_nary
@@ -311,6 +313,29 @@ def test_detected_key_and_a_spec_change(
     got = [(r["table_id"], r["joinability"]) for r in json.loads(capsys.readouterr().out)]
     assert got == [(file_table_id("other.csv"), 3), (file_table_id("visits.csv"), 2), (file_table_id("more.csv"), 1)]
     assert main(["search", "nary", "--csv", str(home / "q.csv"), "--key", "town"]) == 2
+
+    # a table with more column choices than one table may have is left out of the ranking and named,
+    # by the command (on stderr, the answers on stdout) and over HTTP
+    query = ("q", ["town", "weekday", "note"], [["Berlin", "Mon", "x"], ["Paris", "Mon", "x"], ["Paris", "Tue", "y"]])
+    counts = {t[0]: match_count([t], query[1], query[2], ["town", "weekday"]) for t in _lake_tables(folder)}
+    other = file_table_id("other.csv")
+    monkeypatch.setattr(mate_search, "MAX_TABLE_MATCHES", counts[other] - 1)
+    assert max(n for t, n in counts.items() if t != other) < counts[other]
+    capsys.readouterr()
+    assert main(["search", "nary", "--csv", str(home / "q.csv"), "--key", "town,weekday", "--json"]) == 0
+    out = capsys.readouterr()
+    got = [(r["table_id"], r["joinability"]) for r in json.loads(out.out)]
+    assert got == [(file_table_id("visits.csv"), 2), (file_table_id("more.csv"), 1)]
+    assert f"skipped table {other!r}" in out.err and f"({counts[other]} column choices" in out.err
+    client = TestClient(create_app(load_settings()))
+    answer = client.post("/v1/search/nary?key=town,weekday", content=(home / "q.csv").read_bytes()).json()
+    assert [(r["table_id"], r["joinability"]) for r in answer["results"]] == got
+    assert answer["skipped"] == [{"table_id": other, "column_choices": counts[other]}]
+    page = client.post(
+        "/search", files={"file": ("q.csv", (home / "q.csv").read_bytes())}, data={"key": "town,weekday"}
+    )
+    section = page.text.split('id="nary-results"', 1)[1].split("</section>", 1)[0]
+    assert f"Skipped table {escape(repr(other))}" in section and file_table_id("visits.csv") in section
     assert main(["search", "nary", "--csv", str(home / "missing.csv"), "--key", "a,b"]) == 2
 
 

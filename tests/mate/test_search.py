@@ -4,6 +4,7 @@ every method returns the oracle's top k, with the same joinability at every rank
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from catalog.core.xash import BETA, XashSpec
 from catalog.search.mate import METHODS, mappings
 from catalog.search.mate import search as mate_search
 from catalog.search.mate.query import choose_key, composite_keys, parse_csv
-from catalog.search.mate.search import NaryRequest, TooManyMatchesError, search_nary
+from catalog.search.mate.search import NaryRequest, SkippedTable, TooManyMatchesError, search_nary
 from catalog.search.mate.settings import BITS, MateSettings
 from catalog.search.mate.source import build_memory_source
 from tests.mate.lake import Table, match_count, oracle, random_lake
@@ -85,7 +86,7 @@ def test_rows_holding_key_values_in_many_columns(key_size: int, monkeypatch: pyt
 
 def test_column_choices_are_counted_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Brute force verifies every pair, so it counts every choice of columns the oracle counts; one
-    fewer allowed and the search is refused, naming the table."""
+    fewer allowed over the search and it is refused, naming a table."""
     tables, headers, query = zero_one_lake(2, 2)
     source = build_memory_source(tables)
     _, stats = _answers(source, headers, query, headers, 4, "brute")
@@ -95,16 +96,46 @@ def test_column_choices_are_counted_and_bounded(monkeypatch: pytest.MonkeyPatch)
         _answers(source, headers, query, headers, 4, "brute")
 
 
-def test_more_column_choices_than_int64_holds_are_refused() -> None:
-    """A row of 1,000 zeros and a key of 8 zeros: 1,000^7 choices per pair, past int64, where a
-    product in numpy's integers would wrap to a wrong count instead of failing."""
-    width, m = 1_000, mate_search.MAX_KEY_COLUMNS
-    source = build_memory_source([("zeros", [f"c{c}" for c in range(width)], [["0"] * width])])
-    headers = [f"k{i}" for i in range(m)]
+@pytest.mark.parametrize("k", [1, 4])
+def test_a_table_past_the_per_table_bound_is_skipped_and_named(k: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tables with the most column choices, one more than the bound allows, are left out and
+    named with their count; every method ranks the others exactly as the oracle does without them.
+    Brute force verifies every table, so it names exactly those; the others name those they reach."""
+    tables, headers, query = zero_one_lake(4, 3)
+    counts = {t[0]: match_count([t], headers, query, headers) for t in tables}
+    bound = max(counts.values()) - 1
+    over = {t for t, n in counts.items() if n > bound}
+    assert over and len(over) < len(tables)
+    monkeypatch.setattr(mate_search, "MAX_TABLE_MATCHES", bound)
+    source = build_memory_source(tables)
+    expected = oracle([t for t in tables if t[0] not in over], headers, query, headers, k)
+    assert expected
     for method in METHODS:
-        with pytest.raises(TooManyMatchesError, match=r"'zeros'.*1e\+24 column choices") as refused:
-            _answers(source, headers, [["0"] * m], headers, 3, method)
-        assert refused.value.matches == float(width) ** m
+        out = search_nary(source, NaryRequest(headers, query, headers, k=k, method=method))
+        assert [(r.table_id, r.joinability, r.mapping) for r in out.results] == expected, method
+        skipped = {s.table_id: s.matches for s in out.skipped}
+        assert set(skipped) <= over and all(n == counts[t] for t, n in skipped.items()), method
+        if method == "brute":  # the skipped tables' choices are not enumerated, so not counted
+            assert set(skipped) == over
+            assert out.stats.matches == sum(n for t, n in counts.items() if t not in over)
+
+
+def test_more_column_choices_than_int64_holds_skip_the_table() -> None:
+    """A row of 1,000 zeros and a key of 8 zeros: 1,000^7 choices per pair, past int64, where a
+    product in numpy's integers would wrap to a wrong count. That table is skipped and named; the
+    table holding the other tuple is still found."""
+    width, m = 1_000, mate_search.MAX_KEY_COLUMNS
+    plain = ("plain", [f"p{i}" for i in range(m)], [[f"v{i}" for i in range(m)]])
+    source = build_memory_source([("zeros", [f"c{c}" for c in range(width)], [["0"] * width]), plain])
+    headers = [f"k{i}" for i in range(m)]
+    query: list[list[str | None]] = [["0"] * m, [f"v{i}" for i in range(m)]]
+    for method in METHODS:
+        out = search_nary(source, NaryRequest(headers, query, headers, k=3, method=method))
+        assert [(r.table_id, r.joinability) for r in out.results] == [("plain", 1)], method
+        assert out.results[0].mapping == {f"k{i}": f"p{i}" for i in range(m)}
+        assert out.skipped == [SkippedTable("zeros", float(width) ** m)], method
+        assert out.stats.matches == 1
+        assert re.search(r"skipped table 'zeros'.*\(1e\+24 column choices", out.skipped[0].describe())
 
 
 def test_single_values_shared_but_no_tuple() -> None:

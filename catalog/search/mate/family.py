@@ -14,7 +14,7 @@ from catalog.search.mate.models import MateList, MateMeta, MatePosting, MateRowK
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-    from catalog.search.mate.search import NaryRequest
+    from catalog.search.mate.search import NaryRequest, SkippedTable
 
 
 COLUMNS = ("joinability", "table_id", "mapping")
@@ -35,12 +35,14 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def search_rows(conn: Connection, request: NaryRequest) -> list[dict[str, Any]]:
-    """The answers as rows (table_id, joinability, mapping), best first."""
+def search_rows(conn: Connection, request: NaryRequest) -> tuple[list[dict[str, Any]], list[SkippedTable]]:
+    """The answers as rows (table_id, joinability, mapping), best first, and the tables left out of
+    the ranking (too many column choices to count; `search.MAX_TABLE_MATCHES`)."""
     from catalog.search.mate.search import search_nary  # deferred: the search loads when it runs
     from catalog.search.mate.source import CatalogSource  # deferred: as above
 
-    return [r.as_dict() for r in search_nary(CatalogSource(conn), request).results]
+    outcome = search_nary(CatalogSource(conn), request)
+    return [r.as_dict() for r in outcome.results], outcome.skipped
 
 
 def _run(args: argparse.Namespace, conn: Connection) -> list[dict[str, Any]]:
@@ -52,7 +54,10 @@ def _run(args: argparse.Namespace, conn: Connection) -> list[dict[str, Any]]:
     if detected:
         others = "; ".join(",".join(k) for k in detected[1:4])
         print(f"key: {','.join(key)} (detected{'; others: ' + others if others else ''})", file=sys.stderr)
-    return search_rows(conn, NaryRequest(headers, rows, key, k=args.k, method=args.method))
+    results, skipped = search_rows(conn, NaryRequest(headers, rows, key, k=args.k, method=args.method))
+    for table in skipped:
+        print(table.describe(), file=sys.stderr)
+    return results
 
 
 FAMILY = SearchFamily(

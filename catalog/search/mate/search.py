@@ -18,6 +18,15 @@ a table with J = 0 is never listed. Every method gives exactly these answers:
 * `mcr`: the lists of every key column fetched up front and intersected row by row (MCR);
 * `brute`: every table holding an initial value verified, no pruning, no filter.
 
+Work is bounded before it is done: a row may hold a key value in many columns and every choice of
+them is a mapping to count, so each table's choices are counted first (in floats: 7 key values in
+1,000 columns each is 10^21 choices for one row). A table past MAX_TABLE_MATCHES is left out of the
+ranking and named in `NaryOutcome.skipped`; the others are ranked exactly. A table's count does not
+depend on the method (a pair the super-key filter drops misses a value: it has no choice to count),
+so a table one method skips is skipped by every method that verifies it, and the methods' answers
+stay equal; brute force, which verifies every table, may name more. A search whose counted tables
+together pass MAX_SEARCH_MATCHES is refused (`TooManyMatchesError`).
+
 Pruning is exact under the tie rule: with k answers, J_k the k-th's joinability, a table can enter
 only with J > J_k, or J = J_k and a smaller table_id. L_t bounds J (each matched tuple needs its own
 row, hence its own item), so the scan stops at the first L_t < J_k (Rule 1, strict where the paper's
@@ -43,22 +52,45 @@ from catalog.search.mate.source import MateSource, Postings
 
 MAX_KEY_COLUMNS = 8
 VERIFY_BATCH = 32  # tables whose candidate rows are verified with one read of their lists
-# column choices one search enumerates, at most: about 10 million a second, so about two minutes;
-# a row holding each of 7 key values in 1,000 columns alone would give 10^21
+# Column choices are enumerated at about 10 million a second. One table's, at most (half a minute;
+# ChickWeight's `Time, Chick` against a 1,504-column table of 0/1 is 2.5 * 10^8): a table past it is
+# skipped and named, so that one wide table of 0/1 columns does not cost the answers of all the
+# others. One search's, at most (about two minutes), over the tables it enumerates.
+MAX_TABLE_MATCHES = 300_000_000
 MAX_SEARCH_MATCHES = 1_000_000_000
 
 
 class TooManyMatchesError(UserError):
-    """The key values repeat across so many columns of some table's rows that checking every choice
-    of columns (each one a mapping the search must count exactly) is beyond MAX_SEARCH_MATCHES."""
+    """The key values repeat across so many columns of many tables' rows that checking every choice
+    of columns (each one a mapping the search must count exactly) is beyond MAX_SEARCH_MATCHES, even
+    with each table under MAX_TABLE_MATCHES."""
 
     def __init__(self, table_id: str, matches: float) -> None:
         super().__init__(
-            f"table {table_id!r} holds the query's key values in many columns of the same rows: with it "
-            f"the search has {matches:.3g} column choices to check, more than {MAX_SEARCH_MATCHES:,}; "
-            "search on fewer or more distinctive key columns"
+            f"the query's key values fill many columns of the same rows in many tables: with table "
+            f"{table_id!r} the search has {matches:.3g} column choices to check, more than "
+            f"{MAX_SEARCH_MATCHES:,}; search on fewer or more distinctive key columns"
         )
         self.table_id, self.matches = table_id, matches
+
+
+@dataclass(frozen=True)
+class SkippedTable:
+    """A table left out of the ranking: checking it would enumerate `matches` column choices, more
+    than MAX_TABLE_MATCHES. Its joinability is unknown; every other table's is exact."""
+
+    table_id: str
+    matches: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {"table_id": self.table_id, "column_choices": self.matches}
+
+    def describe(self) -> str:
+        return (
+            f"skipped table {self.table_id!r}: it holds the key values in many columns of the same rows "
+            f"({self.matches:.3g} column choices to check, more than {MAX_TABLE_MATCHES:,}); the answers "
+            "rank the other tables"
+        )
 
 
 @dataclass(frozen=True)
@@ -103,6 +135,7 @@ class NaryStats:
 class NaryOutcome:
     results: list[NaryResult]
     stats: NaryStats = field(default_factory=NaryStats)
+    skipped: list[SkippedTable] = field(default_factory=list)  # by table_id; not ranked (MAX_TABLE_MATCHES)
 
 
 def query_tuples(
@@ -148,6 +181,7 @@ class _Search:
         self.source, self.key, self.tuples, self.k, self.method = source, key, tuples, k, method
         self.stats = NaryStats(tuples=len(tuples))
         self.top: list[NaryResult] = []
+        self.skipped: list[SkippedTable] = []
         self.stopped = False
         self._costs: list[int] | None = None
 
@@ -182,7 +216,7 @@ class _Search:
                     table_id, headers = info[ref][0], json.loads(info[ref][1])
                     mapping = {name: headers[pos - 1] for name, pos in zip(self.key, positions, strict=True)}
                     self._offer(NaryResult(table_id, joined, mapping, positions))
-        return NaryOutcome(self.top, self.stats)
+        return NaryOutcome(self.top, self.stats, sorted(self.skipped, key=lambda s: s.table_id))
 
     def _candidates(
         self, pending: Iterator[int], info: dict[int, tuple[str, str]], length: dict[int, int]
@@ -283,7 +317,7 @@ class _Search:
     ) -> tuple[int, tuple[int, ...]]:
         """Verify each (tuple, row) pair: the columns of the row holding each other key value, every
         injective choice of them a mapping; J = the most distinct tuples one mapping matches
-        (`mappings.best_mapping`, in numpy blocks)."""
+        (`mappings.best_mapping`, in numpy blocks). J = 0 for a table skipped by `_count_matches`."""
         tuple_of, rows, cols = pairs
         m = len(self.key)
         items = _Items(lists, int(rows.max()) + 1 if len(rows) else 1)
@@ -294,19 +328,27 @@ class _Search:
         for i in range(m):
             if i != init:
                 start[:, i], count[:, i] = items.find([self.tuples[j][i] for j in ids.tolist()], inverse, rows)
-        self._count_matches(count, table_id)
+        if not self._count_matches(count, table_id):
+            return 0, ()
         choices = Choices(tuple_of, start, count, np.concatenate([items.columns, cols]))
         best = best_mapping(choices, init)
         self.stats.matched += best.matched
         return best.joinability, best.positions
 
-    def _count_matches(self, count: np.ndarray, table_id: str) -> None:
-        """Add a table's column choices (per pair, the product of its counts) to the search's, and
-        refuse the search past MAX_SEARCH_MATCHES. Counted in floats: a pair's product can pass
-        int64 (7 key values in 1,000 columns each) where numpy's integers would wrap silently."""
-        self.stats.matches += float(np.prod(count, axis=1, dtype=np.float64).sum())
+    def _count_matches(self, count: np.ndarray, table_id: str) -> bool:
+        """Whether a table's column choices (per pair, the product of its counts) are to be
+        enumerated: not past MAX_TABLE_MATCHES (the table is skipped and named), and the search
+        refused once those it enumerates pass MAX_SEARCH_MATCHES. Counted in floats: a pair's
+        product can pass int64 (7 key values in 1,000 columns each) where numpy's integers would
+        wrap silently."""
+        matches = float(np.prod(count, axis=1, dtype=np.float64).sum())
+        if matches > MAX_TABLE_MATCHES:
+            self.skipped.append(SkippedTable(table_id, matches))
+            return False
+        self.stats.matches += matches
         if self.stats.matches > MAX_SEARCH_MATCHES:
             raise TooManyMatchesError(table_id, self.stats.matches)
+        return True
 
     # ------------------------------------------------------------------ top k
     def _kth(self) -> tuple[int, str]:

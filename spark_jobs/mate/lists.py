@@ -27,8 +27,10 @@ A batch changes only what it can, exactly (the lists are exact top-k lists):
 * every other list can only gain added tables: its stored tuples are joined with the added tables'
   items alone and the answers merged in (a table outside a list was beaten by k tables that are
   all still there), unless the added tables take the list's pairs or matches over the per-list
-  bounds: then it is marked over budget, as computing it again would mark it (the pairs are counted
-  again over the lake; the matches, the added tables' added to those the list's marker holds);
+  bounds: then it is marked over budget, as computing it again would mark it (the pairs per key
+  position and the matches, the added tables' added to those the list's marker holds; where the
+  pairs so bounded pass the bound, they are counted again over the lake, as a deleted table's
+  cells may still be in them);
 * a list an earlier run left pending stays pending (unless its table was touched): the backlog run
   after the batches computes it (`spark_jobs.orchestration.backlog`), with an empty batch.
 
@@ -331,7 +333,8 @@ def _compute_fresh(
     by_id = {ids[listed]: listed for listed in fresh}
     mine = tuples.join(F.broadcast(local_frame(spark, [(i,) for i in by_id], "lid int")), "lid")
     postings = store.read(MATE_POSTINGS, columns=["table_id", "token", "rows"])
-    init, costs = _initial_positions(mine, postings, {i: len(wanted[listed]) for i, listed in by_id.items()})
+    positions = _pair_costs(mine, postings, {i: len(wanted[listed]) for i, listed in by_id.items()})
+    init, costs = _cheapest(positions)
     over = {lid for lid, cost in costs.items() if cost > MAX_LIST_PAIRS}
     waiting = _beyond_budget({lid: cost for lid, cost in costs.items() if lid not in over}, by_id, budget)
     chosen = {lid: p for lid, p in init.items() if lid not in over | waiting}
@@ -343,7 +346,8 @@ def _compute_fresh(
     for lid, listed in sorted(by_id.items(), key=lambda x: x[1]):
         marker = OVER_BUDGET if lid in over else PENDING if lid in waiting else None
         answers = _named(found.tops.get(lid, []), listed, headers)
-        rows += _list_rows(listed, answers, version, marker, found.matches.get(lid, 0))
+        pairs = positions.get(lid, [0] * len(wanted[listed]))
+        rows += _list_rows(listed, answers, version, marker, found.matches.get(lid, 0), pairs)
     return rows
 
 
@@ -363,11 +367,10 @@ def _beyond_budget(costs: Mapping[int, int], by_id: Mapping[int, Listed], budget
     return out
 
 
-def _initial_positions(
-    tuples: DataFrame, postings: DataFrame, sizes: Mapping[int, int]
-) -> tuple[dict[int, int], dict[int, int]]:
-    """Each list's initial key position and the (tuple, item) pairs it gives: the fewest, the first
-    such position on a tie, as `search nary` chooses. Lists with no tuple are in neither."""
+def _pair_costs(tuples: DataFrame, postings: DataFrame, sizes: Mapping[int, int]) -> dict[int, list[int]]:
+    """Per list (`sizes`: its key's length), the (tuple, item) pairs each key position gives against
+    `postings`: the sum over its tuples of the item count of their value there. Lists with no tuple
+    are left out."""
     spread = tuples.select("lid", F.posexplode("tokens").alias("pos", "token"))
     tokens = spread.select("token").distinct()
     counts = postings.join(tokens, "token", "left_semi").groupBy("token").agg(F.sum(F.size("rows")).alias("n"))
@@ -375,12 +378,14 @@ def _initial_positions(
     by_list: dict[int, dict[int, int]] = defaultdict(dict)
     for lid, pos, cost in summed.agg(F.sum(F.coalesce("n", F.lit(0))).alias("cost")).collect():
         by_list[lid][pos] = int(cost)
-    init, costs = {}, {}
-    for lid, m in sizes.items():
-        if lid in by_list:
-            cost = [by_list[lid].get(p, 0) for p in range(m)]
-            init[lid], costs[lid] = cost.index(min(cost)), min(cost)
-    return init, costs
+    return {lid: [by_list[lid].get(p, 0) for p in range(m)] for lid, m in sizes.items() if lid in by_list}
+
+
+def _cheapest(costs: Mapping[int, Sequence[int]]) -> tuple[dict[int, int], dict[int, int]]:
+    """Each list's initial key position and the pairs it gives: the fewest, the first such position
+    on a tie, as `search nary` chooses."""
+    init = {lid: list(cost).index(min(cost)) for lid, cost in costs.items()}
+    return init, {lid: min(cost) for lid, cost in costs.items()}
 
 
 @dataclass(frozen=True)
@@ -485,13 +490,20 @@ def _named(
 
 
 def _list_rows(
-    listed: Listed, answers: Sequence[_Answer], version: int, state: int | None = None, matches: int = 0
+    listed: Listed,
+    answers: Sequence[_Answer],
+    version: int,
+    state: int | None = None,
+    matches: int = 0,
+    pairs: Sequence[int] | None = None,
 ) -> list[dict[str, Any]]:
     """A list's rows: its rank-0 marker (joinability 0, or `state`: OVER_BUDGET, PENDING, when it was
-    not computed; the `matches` its verification enumerated), then its answers."""
+    not computed; the `matches` its verification enumerated and the lake `pairs` of each key
+    position, at most), then its answers."""
     table_id, key = listed
     head = {"table_id": table_id, "key": key, "rank": 0, "candidate_table_id": None, "version": version}
-    rows = [{**head, "joinability": 0 if state is None else state, "mapping": None, "matches": matches}]
+    marker = {"joinability": 0 if state is None else state, "mapping": None, "matches": matches, "pairs": pairs}
+    rows = [{**head, **marker}]
     rows += [
         {**head, "rank": rank, "candidate_table_id": a.table_id, "joinability": a.joinability, "mapping": a.mapping}
         for rank, a in enumerate(answers if state is None else (), start=1)
@@ -514,7 +526,7 @@ def _merge_added(
     """Merge the added tables into the lists `mergeable` of `kept` (in place): their stored tuples
     against the added tables' items alone, each from the key position that pairs with the fewest
     of them. A list the added tables take past the per-list bounds becomes over budget, as it would
-    if it were computed again (the bounds are on the whole lake's pairs, counted again, and matches,
+    if it were computed again (the bounds are on the whole lake's pairs, `_lake_pairs`, and matches,
     the added tables' added to those its marker holds). Returns how many lists changed."""
     by_id = {ids[listed]: listed for listed in mergeable}
     sizes = {lid: len(json.loads(listed[1])) for lid, listed in by_id.items()}
@@ -522,10 +534,11 @@ def _merge_added(
     stored = store.read(MATE_LIST_TUPLES, columns=["table_id", "key", "tokens"])
     tuples = stored.join(F.broadcast(lids), ["table_id", "key"]).select("lid", "tokens").persist()
     try:
-        _, costs = _initial_positions(tuples, store.read(MATE_POSTINGS, columns=["table_id", "token", "rows"]), sizes)
-        over = {lid for lid, cost in costs.items() if cost > MAX_LIST_PAIRS}
         added_postings = _postings(store, settings, added)
-        init, pairs = _initial_positions(tuples, added_postings, sizes)
+        gained = _pair_costs(tuples, added_postings, sizes)
+        lake = _lake_pairs(tuples, store, {lid: kept[listed][0] for lid, listed in by_id.items()}, gained, sizes)
+        over = {lid for lid, cost in lake.items() if min(cost) > MAX_LIST_PAIRS}
+        init, pairs = _cheapest(gained)
         start = {lid: p for lid, p in init.items() if lid not in over and pairs[lid] > 0}
         searched = tuples.join(F.broadcast(local_frame(spark, sorted(start.items()), "lid int, init int")), "lid")
         owners = _owners(spark, by_id)
@@ -537,6 +550,9 @@ def _merge_added(
     for lid in over:
         kept[by_id[lid]] = _list_rows(by_id[lid], [], version, OVER_BUDGET)
     changed = len(over)
+    for lid, cost in lake.items():
+        if lid not in over:
+            kept[by_id[lid]][0]["pairs"] = cost  # lake-only, as `matches` below
     for lid, matches in found.matches.items():
         if lid in over:
             continue
@@ -546,6 +562,33 @@ def _merge_added(
         new = _named(found.tops.get(lid, []), listed, headers)
         merged = sorted([*old, *new], key=lambda a: (-a.joinability, a.table_id))[:LIST_K]
         if merged != old:
-            kept[listed] = _list_rows(listed, merged, version, matches=matches)
+            kept[listed] = _list_rows(listed, merged, version, matches=matches, pairs=lake[lid])
             changed += 1
     return changed
+
+
+def _lake_pairs(
+    tuples: DataFrame,
+    store: LakeStore,
+    markers: Mapping[int, Mapping[str, Any]],
+    gained: Mapping[int, Sequence[int]],
+    sizes: Mapping[int, int],
+) -> dict[int, list[int]]:
+    """Each merged list's lake pairs per key position after the batch, at most: its marker's (which
+    may still count the items of deleted tables, so never too few) plus those the added tables
+    `gained`. Where that bound passes MAX_LIST_PAIRS, or a marker has none (an older lake), the
+    whole lake's pairs are counted again, for those lists only: so a batch does not scan every
+    posting list of the lake to learn that its lists stay within their bound."""
+    out: dict[int, list[int]] = {}
+    for lid, m in sizes.items():
+        before = markers[lid].get("pairs")
+        added = gained.get(lid, [0] * m)
+        if before is not None and len(before) == m:
+            out[lid] = [a + b for a, b in zip(before, added, strict=True)]
+    recount = sorted(lid for lid in sizes if lid not in out or min(out[lid]) > MAX_LIST_PAIRS)
+    if recount:
+        some = tuples.join(F.broadcast(local_frame(tuples.sparkSession, [(i,) for i in recount], "lid int")), "lid")
+        postings = store.read(MATE_POSTINGS, columns=["table_id", "token", "rows"])
+        exact = _pair_costs(some, postings, {lid: sizes[lid] for lid in recount})
+        out.update({lid: exact.get(lid, [0] * sizes[lid]) for lid in recount})
+    return out

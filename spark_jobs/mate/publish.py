@@ -33,7 +33,7 @@ from spark_jobs.lake.bronze import DATASETS
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.mate import update
 from spark_jobs.mate.lists import pending_lists
-from spark_jobs.mate.tables import LISTS_SCHEMA, MATE_LISTS, MATE_POSTINGS, MATE_ROW_KEYS, MateState
+from spark_jobs.mate.tables import LAKE_ONLY, LISTS_SCHEMA, MATE_LISTS, MATE_POSTINGS, MATE_ROW_KEYS, MateState
 from spark_jobs.mate.update import read_state
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def _sync_lists(session: Session, store: LakeStore) -> dict[str, int]:
     LIST_K + 1 rows), and a batch changes few of them."""
     if not store.exists(MATE_LISTS):
         return {}
-    lake = store.read_arrow(MATE_LISTS, columns=[n for n in LISTS_SCHEMA.names if n != "matches"])
+    lake = store.read_arrow(MATE_LISTS, columns=[n for n in LISTS_SCHEMA.names if n not in LAKE_ONLY])
     markers = lake.filter(pc.equal(lake.column("rank"), 0)).select(["table_id", "key", "version"]).to_pylist()
     wanted = {(m["table_id"], m["key"]): m["version"] for m in markers}
     marker_rows = select(MateList.table_id, MateList.key, MateList.version).where(MateList.rank == 0)

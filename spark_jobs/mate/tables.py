@@ -67,8 +67,12 @@ LISTS_SCHEMA = pa.schema(
         # the marker's: the matches the list's verification enumerated over the lake (lake-only:
         # a merge adds the added tables' to them, against MAX_LIST_MATCHES)
         ("matches", pa.int64()),
+        # the marker's: per key position, the (tuple, item) pairs it gives over the lake, at most
+        # (lake-only: a merge adds the added tables' to them, and counts again past MAX_LIST_PAIRS)
+        ("pairs", pa.list_(pa.int64())),
     ]
 )
+LAKE_ONLY = ("matches", "pairs")  # columns of `mate_lists` the catalog does not hold
 
 TUPLES_SCHEMA = pa.schema(
     [

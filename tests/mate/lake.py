@@ -57,12 +57,19 @@ def pair_bound(
     """The work bound a precomputed list is held to: over the key's positions, the fewest (query
     tuple, lake cell holding the tuple's value at that position) pairs, every table of the lake
     (the query's own included) counted."""
+    return min(position_pairs(tables, headers, rows, key))
+
+
+def position_pairs(
+    tables: Sequence[Table], headers: Sequence[str], rows: Sequence[Sequence[str | None]], key: Sequence[str]
+) -> list[int]:
+    """Per key position, the (query tuple, cell of `tables` holding the tuple's value there) pairs."""
     at = [list(headers).index(name) for name in key]
     query = {t for r in rows if None not in (t := tuple(normalize_token(r[p]) for p in at))}
     cells = Counter(
         token for _, _, trows in tables for r in trows for v in r if (token := normalize_token(v)) is not None
     )
-    return min(sum(cells[t[i]] for t in query) for i in range(len(key)))
+    return [sum(cells[t[i]] for t in query) for i in range(len(key))]
 
 
 def match_count(

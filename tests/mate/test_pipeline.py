@@ -33,7 +33,7 @@ from spark_jobs.lake import faults
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.mate import lists as lake_lists
 from tests.conftest import cli_home
-from tests.mate.lake import Table, match_count, oracle, pair_bound, random_lake
+from tests.mate.lake import Table, match_count, oracle, pair_bound, position_pairs, random_lake
 
 pytestmark = pytest.mark.slow
 BUDGETS = (982, 3_000, 1)  # pairs per list, per run, per backlog run (the cheapest list always goes)
@@ -380,6 +380,61 @@ def test_added_tables_take_a_list_over_its_bound(
         patch.setattr(lake_lists, "MAX_LIST_PAIRS", limit)
         assert main(["index"]) == 0
     _check_lists(home, catalog_url, capsys, budgets=(limit, 10**12, 10**12))
+
+
+def test_a_list_whose_bound_was_kept_high_by_deleted_tables_is_counted_again(
+    home: Path, catalog_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch merges added tables into a kept list without scanning the lake: its marker's pairs
+    plus the added tables' bound the lake's. That bound still counts the cells of tables deleted
+    since, so a list it puts past the per-list bound is counted again over the lake: after a batch
+    that deletes a table and adds others, the lists over the bound are exactly the oracle's."""
+    folder = home / "files"
+    tables, _ = random_lake(21, n_tables=12, key_size=2)
+    for table_id, headers, rows in tables:
+        _write(folder / f"{table_id}.csv", headers, rows)
+    assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
+    assert main(["index"]) == 0  # every list computed, its pairs per key position kept
+    old_lake = _lake_tables(folder)
+    own = {t[0]: t for t in old_lake}
+    with open_catalog(catalog_url).connect() as conn:
+        listed = sorted((t, tuple(k)) for t, keys in listed_keys(conn).items() for k in keys)
+        named = {x: {a.table_id for a in nary_joinable(conn, x[0], list(x[1]))} for x in listed}
+
+    def pairs(lake: list[Table], x: tuple[str, tuple[str, ...]]) -> list[int]:
+        return position_pairs(lake, own[x[0]][1], own[x[0]][2], list(x[1]))
+
+    # delete the table whose cells weigh most in the lists that do not name it: those lists stay and
+    # are merged with the added tables (the deleted table's own lists go with it)
+    def kept(t: str) -> list[tuple[str, tuple[str, ...]]]:
+        return [x for x in listed if t != x[0] and t not in named[x]]
+
+    def fall(t: str) -> int:
+        rest = [u for u in old_lake if u[0] != t]
+        return sum(min(pairs(old_lake, x)) - min(pairs(rest, x)) for x in kept(t))
+
+    gone = max(sorted(own), key=fall)
+    assert fall(gone) > 0
+    more, _ = random_lake(22, n_tables=6, key_size=2)
+    added = [(file_table_id(f"new_{t}.csv"), h, r) for t, h, r in more]
+    merged = kept(gone)
+    upper = {x: min(a + b for a, b in zip(pairs(old_lake, x), pairs(added, x), strict=True)) for x in merged}
+    (folder / f"{gone.removeprefix('file:')}").unlink()
+    for table_id, headers, rows in more:
+        _write(folder / f"new_{table_id}.csv", headers, rows)
+    new_lake = _lake_tables(folder)
+    exact = {x: pair_bound(new_lake, own[x[0]][1], own[x[0]][2], list(x[1])) for x in merged}
+    fooled = [x for x in merged if exact[x] < upper[x]]  # the deleted table's cells still in the bound
+    limit = next(
+        (exact[x] for x in sorted(fooled, key=lambda x: -exact[x]) if any(exact[y] > exact[x] for y in merged)), None
+    )
+    assert limit is not None, (exact, upper)
+    assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
+    with monkeypatch.context() as patch:
+        patch.setattr(lake_lists, "MAX_LIST_PAIRS", limit)
+        assert main(["index"]) == 0
+    not_computed = _check_lists(home, catalog_url, capsys, budgets=(limit, 10**12, 10**12))
+    assert any(upper[x] > limit >= exact[x] for x in merged) and not_computed
 
 
 def test_lists_of_too_many_matches_are_not_computed(

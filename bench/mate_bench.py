@@ -128,9 +128,10 @@ class Tally:
 
 def run_queries(catalog_url: str, queries: Sequence[Query], rng: random.Random) -> tuple[dict[int, Cell], Tally]:
     """Every query with every method, in a random order per query; returns the cells and how many
-    queries disagreed or were refused. A query some method refuses (its key values fill too many
-    columns of a table's rows: the search stops at a bound on work) is left out of the cells: the
-    methods verify different tables, so one may reach the bound where another prunes the table."""
+    queries disagreed, were refused, or were answered with a table skipped. A query some method
+    refuses (its key values fill too many columns of many tables' rows: the search stops at a bound
+    on work) is left out of the cells: the methods verify different tables, so one may reach the
+    bound where another prunes the table."""
     cells: dict[int, Cell] = defaultdict(Cell)
     tally = Tally()
     engine = open_catalog(catalog_url)

@@ -2,7 +2,7 @@
 against JOSIE's (issue 17).
 
 `python -m bench.mate_bench [--lakes seed,synthetic] [--tables 10000] [--queries 60] [--seed 0]
-[--keep DIR]`
+[--keep DIR] [--each]`
 
 Lakes, each crawled as a folder and indexed by the real pipeline (`crawl --dir` + `index`, embedded
 defaults, SQLite catalog):
@@ -126,9 +126,13 @@ class Tally:
     skipped: int = 0  # queries some method answered without a table of too many column choices
 
 
-def run_queries(catalog_url: str, queries: Sequence[Query], rng: random.Random) -> tuple[dict[int, Cell], Tally]:
+def run_queries(
+    catalog_url: str, queries: Sequence[Query], rng: random.Random, each: Any | None = None
+) -> tuple[dict[int, Cell], Tally]:
     """Every query with every method, in a random order per query; returns the cells and how many
-    queries disagreed, were refused, or were answered with a table skipped. A query some method
+    queries disagreed, were refused, or were answered with a table skipped. With `each` (a text
+    stream), one line per timed query: which it was, each method's milliseconds and rows verified,
+    so a percentile can be traced to its queries. A query some method
     refuses (its key values fill too many columns of many tables' rows: the search stops at a bound
     on work) is left out of the cells: the methods verify different tables, so one may reach the
     bound where another prunes the table."""
@@ -160,6 +164,9 @@ def run_queries(catalog_url: str, queries: Sequence[Query], rng: random.Random) 
             for method in METHODS:
                 cells[len(q.key)].seconds[method].append(seconds[method])
                 cells[len(q.key)].stats[method].append(stats[method])
+            if each is not None:
+                timed = ", ".join(f"{m} {seconds[m] * 1000:.0f} ms / {stats[m].verified} rows" for m in METHODS)
+                each.write(f"  query {q.table_id} key {q.key} ({len(q.rows)} rows): {timed}\n")
             if len({repr(a) for a in answers.values()}) != 1:
                 tally.disagreements += 1
                 print(f"  DISAGREE on {q.table_id} key {q.key}: {answers}", file=sys.stderr)
@@ -208,9 +215,11 @@ def bench_lake(spark: Any, lake: str, files: Files, root: Path, args: argparse.N
             f"\n{lake}: {len(files):,} tables, {n_rows:,} rows; crawl {run.crawl:.1f}s; build josie {josie:.1f}s, "
             f"mate {mate:.1f}s (mate/josie {mate / josie:.2f}, target <= 2); stages {run.stages}\n"
         )
+        mate_parts = {p.removeprefix("mate "): s for p, s in run.relate_parts.items() if p.startswith("mate ")}
+        out.write(f"  mate's parts (s): {mate_parts}; backlog after the batches {run.backlog:.1f}s\n")
     rng = random.Random(args.seed)
     queries = pick_queries(files, args.queries, rng)
-    cells, tally = run_queries(settings.catalog_url, queries, rng)
+    cells, tally = run_queries(settings.catalog_url, queries, rng, out if args.each else None)
     print_cells(lake, cells, out)
     out.write(f"queries refused by some method (too many column choices; not timed): {tally.refused}\n")
     out.write(f"queries answered without a table of too many column choices (skipped): {tally.skipped}\n")
@@ -229,6 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--keep", metavar="DIR", help="index the lakes under DIR and keep them; a later run reuses them"
     )
+    parser.add_argument("--each", action="store_true", help="print every query's times and rows verified")
     args = parser.parse_args(argv)
     lakes = [name.strip() for name in args.lakes.split(",") if name.strip()]
     unknown = set(lakes) - {"seed", "demo", "synthetic"}

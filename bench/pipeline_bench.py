@@ -247,9 +247,9 @@ def crawl_and_index(spark: SparkSession, settings: Settings, folder: Path, label
         for part, counts in (batch.results.get("relate") or {}).items():
             if isinstance(counts, dict) and "seconds" in counts:
                 parts[part] = parts.get(part, 0.0) + counts["seconds"]
-        published = batch.results.get("publish") or {}
-        for part, seconds in (published.get("seconds") or {}).items():
-            parts[f"publish {part}"] = parts.get(f"publish {part}", 0.0) + seconds
+        for stage in ("mate", "publish"):
+            for part, seconds in ((batch.results.get(stage) or {}).get("seconds") or {}).items():
+                parts[f"{stage} {part}"] = parts.get(f"{stage} {part}", 0.0) + seconds
     failed = tuple(table_id for table_id, _ in report.failures)
     t0 = time.perf_counter()
     work_backlog(spark, settings)

@@ -121,6 +121,16 @@ def in_predicate(column: str, values: Sequence[Any]) -> str:
     return " OR ".join(f"{ident} IN ({', '.join(sql_literal(v) for v in chunk)})" for chunk in chunks)
 
 
+@dataclass(frozen=True)
+class StagedWrite:
+    """Where tasks write a table's new files (`LakeStore.staged_write`): `uri` is a folder of the
+    lake; a file goes under its hive partition folders (`bucket=3/…`)."""
+
+    name: str
+    write_id: str
+    uri: str
+
+
 class LakeStore:
     """Delta tables under one root (a local path or any URI pyarrow and delta-rs both understand).
 
@@ -398,6 +408,21 @@ class LakeStore:
         out = _arrow_filter(out, where)
         return out.select(list(columns)) if columns else out
 
+    def files_by_partition(
+        self, name: str, column: str, *, where: Mapping[str, Sequence[Any]] | None = None
+    ) -> dict[str, list[str]]:
+        """The snapshot's data files (pruned as `read` prunes them) grouped by their value of the
+        partition `column`, for work split by partition and read on the executors."""
+        table = self._table(name)
+        if column not in table.metadata().partition_columns:
+            raise LakeError(name, f"{column!r} is not a partition column")
+        out: dict[str, list[str]] = {}
+        for uri in self._files(table, where):
+            folders = unquote(uri).split("/")
+            value = next(f.split("=", 1)[1] for f in folders if f.startswith(f"{column}="))
+            out.setdefault(value, []).append(uri)
+        return out
+
     def _files(self, table: DeltaTable, where: Mapping[str, Sequence[Any]] | None) -> list[str]:
         """Snapshot file URIs, pruned by partition values when `where` names a partition column, and
         by the files' min/max statistics when it names another column (e.g. a batch's table ids)."""
@@ -493,6 +518,33 @@ class LakeStore:
             n_files_added=int(metrics.get("num_added_files", 0)),
             n_files_removed=int(metrics.get("num_removed_files", 0)),
         )
+
+    def staged_write(self, name: str) -> StagedWrite:
+        """A folder where tasks write a table's new content as Parquet files (`write_staged_file`)
+        for `overwrite_staged` to commit: a job whose tasks already hold their partition's rows
+        writes them where it made them, without handing them back to Spark to shuffle by partition."""
+        write_id = uuid.uuid4().hex
+        return StagedWrite(name, write_id, f"{self.uri(name)}/{_STAGING}/{write_id}")
+
+    def overwrite_staged(self, staged: StagedWrite, schema: pa.Schema, *, partition_by: Sequence[str]) -> CommitResult:
+        """Replace the table's content by the files staged in `staged` (rows of `schema`, the
+        partition columns in the folder names), in one commit, as `overwrite` does."""
+        name = staged.name
+        if self.engine == "delta-spark":
+            spark = self._need_spark("overwrite_staged")
+            frame = spark.read.option("basePath", staged.uri).parquet(staged.uri).select(*schema.names)
+            result = self._spark_write(name, frame, mode="overwrite", partition_by=partition_by, new_schema=False)
+            self._fs.delete_dir_contents(self._fs_path(name, _STAGING, staged.write_id), missing_dir_ok=True)
+            return result
+        exists = self.exists(name)
+        parts = self.partition_columns(name) if exists else list(partition_by)
+        if exists and list(partition_by) != parts:
+            raise LakeError(name, f"table is partitioned by {parts}, not {list(partition_by)}")
+        if exists:
+            self._check_schema(name, schema)
+        adds, n_rows = self._adopt_staged(name, staged.write_id)
+        removes = self._removes(_add_actions(self._latest(name))) if exists else []
+        return self._commit(name, adds, removes, schema, parts, n_rows, create=not exists)
 
     # ------------------------------------------------------------------ delta-rs machinery
     def _write(
@@ -646,9 +698,15 @@ class LakeStore:
                 data = data.sort_by(cluster_by)
             self._fs.create_dir(staging, recursive=True)
             self._write_arrow(staging, data, parts)
+        return self._adopt_staged(name, write_id)
+
+    def _adopt_staged(self, name: str, write_id: str) -> tuple[list[AddAction], int]:
+        """Move the Parquet files staged under `write_id` into the table folder; returns their add
+        actions and row count."""
+        staging = self._fs_path(name, _STAGING, write_id)
         adds: list[AddAction] = []
         n_rows = 0
-        for info in self._fs.get_file_info(pafs.FileSelector(staging, recursive=True)):
+        for info in self._fs.get_file_info(pafs.FileSelector(staging, recursive=True, allow_not_found=True)):
             if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet"):
                 continue
             rel = info.path[len(staging) + 1 :]
@@ -671,7 +729,8 @@ class LakeStore:
                 )
             )
         self._fs.delete_dir_contents(staging, missing_dir_ok=True)
-        self._fs.delete_dir(staging)
+        if self._fs.get_file_info(staging).type != pafs.FileType.NotFound:
+            self._fs.delete_dir(staging)
         return adds, n_rows
 
     def _write_arrow(self, staging: str, data: pa.Table | pa.RecordBatchReader, parts: list[str]) -> None:

@@ -4,7 +4,8 @@ reads them is `catalog.search.mate.lists`; docs/algorithms/mate.md, "Precomputed
 Which lists: each table's detected keys (the keys stage's `keys`) of 2 to `MAX_LIST_KEY` columns,
 the best `KEYS_PER_TABLE` by score; a list holds the top `LIST_K` other tables by n-ary
 joinability, ranked and tie-broken exactly as `juncture search nary` ranks them. Its query is the
-table's own key tuples: the tokens at the key's columns of every row whose key cells all hold one.
+table's own key tuples: the tokens at the key's columns of every row whose key cells all hold one,
+made per table in numpy by a task per bucket of the posting lists (`key_tuples`: no shuffle).
 
 One plan computes many lists at once (a search per list, as the catalog did before, spent 3.8 s a
 list on a 2,300-table lake, most of it reading posting lists one token at a time):
@@ -46,7 +47,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -73,9 +74,11 @@ from catalog.search.mate.lists import (
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
 from spark_jobs.lake.frames import local_frame
+from spark_jobs.lake.partition_tasks import partition_tables
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.mate.tables import LISTS_SCHEMA, MATE_LIST_TUPLES, MATE_LISTS, MATE_POSTINGS, TUPLES_SCHEMA
 from spark_jobs.profile.keys import KEYS
+from spark_jobs.timing import PartTimes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -87,6 +90,8 @@ ROW_CELLS_SCHEMA = pa.schema(
     [("table_id", pa.string()), ("token", pa.string()), ("row", pa.int32()), ("cols", pa.list_(pa.int32()))]
 )
 ROW_CELLS_CHUNK = 65_536  # rows per Arrow batch handed back to Spark
+KEY_TUPLES_SCHEMA = pa.schema([("lid", pa.int32()), ("tokens", pa.list_(pa.string()))])
+TASK_POSTINGS = 2_000_000  # posting lists a task reads at once: a bucket's tables in chunks of about this many
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,7 @@ def update_lists(
     version: int,
     *,
     backlog_run: bool = False,
+    times: PartTimes | None = None,
 ) -> dict[str, int]:
     """Bring `mate_lists` to the index just written: every list (`batch` None, or no lists yet), else
     the batch's share; lists that change are stamped with the index `version`. An empty `batch`
@@ -112,7 +118,8 @@ def update_lists(
     the lists its changes call for and leaves the backlog pending, so that its own publish is not
     held up by a first build's leftovers. A batch with changes, and a `backlog_run` after the
     batches, spend a batch's budget; the others a run's. Called by the MATE stage before its
-    commit."""
+    commit; `times` gets the seconds of its parts (list tuples, fresh lists, merged lists)."""
+    times = times or PartTimes()
     headers = _headers(store)
     wanted = _wanted(store, headers)
     ids = {listed: i for i, listed in enumerate(sorted(wanted))}
@@ -137,14 +144,17 @@ def update_lists(
     if full or which or changing & {t for t, _ in old}:  # else no stored tuple changes (a batch of unlisted tables)
         tuples = _tuples(spark, store, settings, ids, wanted, which).persist()
         try:
-            _write_tuples(store, settings, tuples, ids, sorted(changing), full=full)
-            computed = _compute_fresh(spark, store, settings, wanted, ids, fresh, tuples, headers, version, budget)
+            with times.part("list tuples"):
+                _write_tuples(store, settings, tuples, ids, sorted(changing), full=full)
+            with times.part("fresh lists"):
+                computed = _compute_fresh(spark, store, settings, wanted, ids, fresh, tuples, headers, version, budget)
         finally:
             tuples.unpersist()
     merged = 0
     mergeable = [listed for listed, rows in kept.items() if rows[0]["joinability"] >= 0]
     if batch is not None and batch.added and mergeable and not full:
-        merged = _merge_added(spark, store, settings, ids, mergeable, kept, sorted(batch.added), headers, version)
+        with times.part("merged lists"):
+            merged = _merge_added(spark, store, settings, ids, mergeable, kept, sorted(batch.added), headers, version)
     rows = [r for listed in sorted(kept) for r in kept[listed]] + computed
     # new_schema: the lists of a lake written by an earlier release lack `matches`
     store.overwrite(MATE_LISTS, pa.Table.from_pylist(rows, schema=LISTS_SCHEMA), new_schema=True)
@@ -204,13 +214,6 @@ def _read_lists(store: LakeStore) -> dict[Listed, list[dict[str, Any]]]:
 
 
 # ---------------------------------------------------------------------- tuples
-def _lists_frame(
-    spark: SparkSession, wanted: Mapping[Listed, list[int]], ids: Mapping[Listed, int], which: Iterable[Listed]
-) -> DataFrame:
-    rows = [(ids[listed], listed[0], wanted[listed]) for listed in which if wanted[listed]]
-    return local_frame(spark, rows, "lid int, table_id string, positions array<int>")
-
-
 def cells_by_row(postings: pa.RecordBatch) -> pa.Table:
     """Posting lists (table_id, token, rows, cols; each list's cells in (row, column) order, as the
     index writes them) -> one row per (table_id, token, row): the row's columns holding the token.
@@ -249,12 +252,6 @@ def _row_cells(postings: DataFrame) -> DataFrame:
     return frame.mapInArrow(_by_row_batches, from_arrow_schema(ROW_CELLS_SCHEMA))
 
 
-def _cells(postings: DataFrame) -> DataFrame:
-    """Posting lists -> one row per cell (table_id, token, row, col); the explode is per row, so
-    bounded by a table's width."""
-    return _row_cells(postings).select("table_id", "token", "row", F.explode("cols").alias("col"))
-
-
 def _postings(store: LakeStore, settings: Settings, table_ids: Sequence[str] | None) -> DataFrame:
     columns = ["table_id", "token", "rows", "cols"]
     if table_ids is None:
@@ -271,16 +268,66 @@ def _tuples(
     wanted: Mapping[Listed, list[int]],
     which: Sequence[Listed],
 ) -> DataFrame:
-    """(lid, tokens) of the lists `which`: their tables' distinct complete key tuples (only those
-    tables' posting lists are read)."""
-    lists = _lists_frame(spark, wanted, ids, which)
-    cells = _cells(_postings(store, settings, sorted({t for t, _ in which})))
-    slots = lists.select("lid", "table_id", F.posexplode("positions").alias("slot", "col"))
-    keyed = cells.join(F.broadcast(slots), ["table_id", "col"])
-    rows = keyed.groupBy("lid", "row").agg(F.sort_array(F.collect_list(F.struct("slot", "token"))).alias("cells"))
-    sized = rows.join(F.broadcast(lists.select("lid", F.size("positions").alias("m"))), "lid")
-    complete = sized.where(F.size("cells") == F.col("m"))
-    return complete.select("lid", F.transform("cells", lambda c: c["token"]).alias("tokens")).distinct()
+    """(lid, tokens) of the lists `which`: their tables' distinct complete key tuples. A task per
+    bucket of `mate_postings` reads the posting lists of the bucket's listed tables itself (a
+    table's are all in its bucket) and builds each list's tuples in numpy (`key_tuples`): no
+    shuffle of the cells."""
+    lists: dict[str, list[tuple[int, list[int]]]] = defaultdict(list)
+    for listed in which:
+        if wanted[listed]:
+            lists[listed[0]].append((ids[listed], wanted[listed]))
+    n = settings.index.cells_buckets
+    tables = sorted(lists)
+    where: dict[str, Sequence[Any]] = {"bucket": sorted({table_bucket(t, n) for t in tables}), "table_id": tables}
+    files = store.files_by_partition(MATE_POSTINGS, "bucket", where=where) if tables else {}
+    tasks = [
+        (uris, [(t, lid, positions) for t in tables if table_bucket(t, n) == int(b) for lid, positions in lists[t]])
+        for b, uris in sorted(files.items())
+    ]
+    schema = "files array<string>, lists array<struct<table_id: string, lid: int, positions: array<int>>>"
+    frame = local_frame(spark, tasks, schema).repartition(max(len(tasks), 1))
+    return frame.mapInArrow(_tuple_batches, from_arrow_schema(KEY_TUPLES_SCHEMA))
+
+
+def _tuple_batches(tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: each task's (files, lists) -> `key_tuples` of every listed table in the
+    files, read here a table at a time."""
+    for batch in tasks:
+        for task in batch.to_pylist():
+            by_table: dict[str, list[tuple[int, list[int]]]] = defaultdict(list)
+            for listed in task["lists"]:
+                by_table[listed["table_id"]].append((listed["lid"], listed["positions"]))
+            columns = ["table_id", "token", "rows", "cols"]
+            for postings in partition_tables(task["files"], columns, tables=sorted(by_table), max_rows=TASK_POSTINGS):
+                table_id = postings.column("table_id")[0].as_py()
+                yield from key_tuples(postings, by_table[table_id]).to_batches(max_chunksize=ROW_CELLS_CHUNK)
+
+
+def key_tuples(postings: pa.Table, lists: Sequence[tuple[int, Sequence[int]]]) -> pa.Table:
+    """One table's posting lists (token, rows, cols) -> (lid, tokens) for each of its `lists` (lid,
+    the key's 1-based column positions): the distinct tuples of the tokens at those columns, in key
+    order, of the rows whose key cells all hold one."""
+    owner = pc.list_parent_indices(postings.column("rows")).to_numpy()
+    rows = pc.list_flatten(postings.column("rows")).to_numpy()
+    cols = pc.list_flatten(postings.column("cols")).to_numpy()
+    n_rows = int(rows.max()) + 1 if len(rows) else 0
+    tokens = postings.column("token").combine_chunks()
+    lids, widths, tuples = [np.empty(0, np.int32)], [np.empty(0, np.int32)], [np.empty(0, np.int64)]
+    for lid, positions in lists:
+        grid = np.full((n_rows, len(positions)), -1, np.int64)
+        for j, position in enumerate(positions):
+            at = cols == position
+            grid[rows[at], j] = owner[at]  # a cell holds one value: one token
+        complete = np.unique(grid[(grid >= 0).all(axis=1)], axis=0)
+        lids.append(np.full(len(complete), lid, np.int32))
+        widths.append(np.full(len(complete), len(positions), np.int32))
+        tuples.append(complete.ravel())
+    offsets = np.r_[0, np.cumsum(np.concatenate(widths))].astype(np.int32)
+    values = tokens.take(pa.array(np.concatenate(tuples)))
+    return pa.table(
+        {"lid": pa.array(np.concatenate(lids)), "tokens": pa.ListArray.from_arrays(pa.array(offsets), values)},
+        schema=KEY_TUPLES_SCHEMA,
+    )
 
 
 def _write_tuples(

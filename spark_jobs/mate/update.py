@@ -1,7 +1,8 @@
 """The MATE index in the lake: build and incremental ADD/DELETE per change batch.
 
-Bronze `cells` of a batch's added tables are grouped by table (one shuffle) and each table is
-indexed in one Arrow pass on an executor (`index_table`, `applyInArrow`):
+A task per bucket of bronze `cells` reads the bucket's files of a batch's added tables itself
+(`spark_jobs.lake.partition_tasks`: a table's cells are all in its bucket) and indexes each table
+in one Arrow pass (`index_table`, in `mapInArrow`):
 1. its distinct raw values are normalized once each: values of letters, digits and `_:/,-` only
    by Arrow's lower case (their token), the others by `normalize_token` itself, so MATE's tokens are
    the lake's tokens (`tests/mate` checks answers against an oracle normalizing every cell);
@@ -9,10 +10,13 @@ indexed in one Arrow pass on an executor (`index_table`, `applyInArrow`):
    with), each row's super key is the OR of its cells' hashes (`super_keys`: every row, the last
    included, no per-row update), packed `ROW_BLOCK` rows to a blob;
 3. the cells sorted by (token, row, column) give each token's posting list in the table.
-A table's postings and key blocks come out of the same pass as rows of one frame (`kind`), cached
-and written to the two lake tables. A cell-level Spark plan (explode, then a `bit_or` and a
+A table's postings and key blocks come out of the same pass. A full build's tasks write them as the
+two lake tables' files themselves and the driver commits those (`LakeStore.staged_write`); a
+batch's come back to Spark as rows of one frame (`kind`), cached, and replace the touched tables'
+rows. A cell-level Spark plan (explode, then a `bit_or` and a
 `collect_list` aggregation) shuffled every cell three times and took 4.7 times JOSIE's build on the
-demo lake; this takes one shuffle.
+demo lake; grouping Spark's read of the cells by table shuffled them once, still most of the build
+on the full seed (65 M cells); the tasks by bucket shuffle none.
 
 A batch rewrites both tables' rows of its touched tables (a changed table is a delete plus an
 insert), in the buckets of those tables only. A changed XASH spec (`[index.mate]` bits, n_chars)
@@ -22,7 +26,8 @@ re-hashes the whole lake in the next update or rebuild: keys of two specs never 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,7 +45,9 @@ from catalog.search.mate.settings import mate_settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import CELLS, DATASETS
 from spark_jobs.lake.commit_point import applied_batch, batch_store, begin, commit
-from spark_jobs.lake.store import LakeStore
+from spark_jobs.lake.frames import local_frame
+from spark_jobs.lake.partition_tasks import partition_tables, write_staged_file
+from spark_jobs.lake.store import FILE_ROWS, LakeStore
 from spark_jobs.mate.lists import pending_lists, update_lists
 from spark_jobs.mate.tables import (
     MATE,
@@ -52,6 +59,7 @@ from spark_jobs.mate.tables import (
     ROW_KEYS_SCHEMA,
     MateState,
 )
+from spark_jobs.timing import PartTimes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -60,6 +68,10 @@ log = logging.getLogger(__name__)
 
 _SIMPLE = r"^[A-Za-z0-9_:/,-]+$"  # values whose token is their lower case (RE2: $ is the end of the text)
 _NULL_LIKES = pa.array(sorted(NULL_LIKES), pa.string())
+CELL_COLUMNS = ("table_id", "row", "col", "value")
+_PRESENT = pc.field("value").is_valid()
+WRITTEN_SCHEMA = pa.schema([("bucket", pa.int32()), ("rows", pa.int64())])
+TASK_CELLS = 4_000_000  # cells a task reads at once: a bucket's tables in chunks of about this many
 POSTINGS, KEYS = 0, 1  # `kind` of a row of `index_table`'s output
 INDEX_SCHEMA = pa.schema(
     [
@@ -144,31 +156,77 @@ def _key_blocks(keys: np.ndarray) -> dict[str, pa.Array]:
     return {"block": pa.array(blocks, pa.int32()), "keys": pa.array(payloads, pa.binary())}
 
 
-def _indexer(spec: XashSpec) -> Callable[[pa.Table], pa.Table]:
-    """`index_table` bound to the spec, with the type hints applyInArrow reads."""
+def _indexed(spec: XashSpec, task: Mapping[str, Any]) -> Iterator[pa.Table]:
+    """A task (bucket, files, tables: all when null) -> `index_table` of each table of the bucket's
+    cell files, read here, a table at a time."""
+    tables = partition_tables(task["files"], CELL_COLUMNS, tables=task["tables"], where=_PRESENT, max_rows=TASK_CELLS)
+    for cells in tables:
+        bucket = pa.array(np.full(cells.num_rows, task["bucket"], np.int32))
+        yield index_table(spec, cells.append_column("bucket", bucket))
 
-    def index(cells: pa.Table) -> pa.Table:
-        return index_table(spec, cells)
 
-    return index
+def index_buckets(spec: XashSpec, tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: the tasks' tables indexed, as INDEX_SCHEMA rows."""
+    for batch in tasks:
+        for task in batch.to_pylist():
+            for indexed in _indexed(spec, task):
+                yield from indexed.to_batches()
 
 
-def index_frames(cells: DataFrame, spec: XashSpec) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """Bronze cells -> (postings, row key blocks) in POSTINGS_SCHEMA and ROW_KEYS_SCHEMA, and the
-    cached frame both derive from (unpersist it after writing them)."""
-    present = cells.where(F.col("value").isNotNull()).select("table_id", "bucket", "row", "col", "value")
-    indexed = present.groupBy("table_id").applyInArrow(_indexer(spec), from_arrow_schema(INDEX_SCHEMA))
+def write_buckets(
+    spec: XashSpec, postings: str, keys: str, tasks: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: the tasks' tables indexed and written as files of the staged writes
+    `postings` and `keys` (about FILE_ROWS rows to a file); yields (bucket, rows) per task."""
+    for batch in tasks:
+        for task in batch.to_pylist():
+            held: list[pa.Table] = []
+            n_held = n_rows = 0
+            for indexed in _indexed(spec, task):
+                held.append(indexed)
+                n_held += indexed.num_rows
+                if n_held >= FILE_ROWS:
+                    _write_index_files(postings, keys, task["bucket"], held)
+                    n_rows, held, n_held = n_rows + n_held, [], 0
+            _write_index_files(postings, keys, task["bucket"], held)
+            yield pa.record_batch({"bucket": [task["bucket"]], "rows": [n_rows + n_held]}, schema=WRITTEN_SCHEMA)
+
+
+def _write_index_files(postings: str, keys: str, bucket: int, held: Sequence[pa.Table]) -> None:
+    """One file of postings and one of key blocks from the `held` rows of INDEX_SCHEMA."""
+    if not held:
+        return
+    rows = pa.concat_tables(held)
+    for folder, kind, schema in ((postings, POSTINGS, POSTINGS_SCHEMA), (keys, KEYS, ROW_KEYS_SCHEMA)):
+        part = rows.filter(pc.equal(rows.column("kind"), kind))
+        if part.num_rows:
+            write_staged_file(folder, {"bucket": bucket}, part.select([n for n in schema.names if n != "bucket"]))
+
+
+def _bucket_tasks(spark: SparkSession, store: LakeStore, settings: Settings, table_ids: list[str] | None) -> DataFrame:
+    """A task per bucket of `cells` holding the tables `table_ids` (every bucket when None): the
+    bucket's files, which the task reads itself (`partition_tables`)."""
+    where: dict[str, Sequence[Any]] | None = None
+    if table_ids is not None:
+        buckets = sorted({table_bucket(t, settings.index.cells_buckets) for t in table_ids})
+        where = {"bucket": buckets, "table_id": table_ids}
+    files = store.files_by_partition(CELLS, "bucket", where=where)
+    tasks = [(int(b), uris, table_ids) for b, uris in sorted(files.items())]
+    frame = local_frame(spark, tasks, "bucket int, files array<string>, tables array<string>")
+    return frame.repartition(max(len(tasks), 1))
+
+
+def index_frames(
+    spark: SparkSession, store: LakeStore, settings: Settings, spec: XashSpec, table_ids: list[str]
+) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """The tables `table_ids` -> (postings, row key blocks) in POSTINGS_SCHEMA and ROW_KEYS_SCHEMA,
+    and the cached frame both derive from (unpersist it after writing them)."""
+    tasks = _bucket_tasks(spark, store, settings, table_ids)
+    indexed = tasks.mapInArrow(partial(index_buckets, spec), from_arrow_schema(INDEX_SCHEMA))
     indexed = indexed.persist(StorageLevel.MEMORY_AND_DISK)
     postings = indexed.where(F.col("kind") == POSTINGS).select(*POSTINGS_SCHEMA.names)
     keys = indexed.where(F.col("kind") == KEYS).select(*ROW_KEYS_SCHEMA.names)
     return postings, keys, indexed
-
-
-def _cells(store: LakeStore, settings: Settings, table_ids: list[str] | None) -> DataFrame:
-    if table_ids is None:
-        return store.read(CELLS)
-    buckets = sorted({table_bucket(t, settings.index.cells_buckets) for t in table_ids})
-    return store.read(CELLS, where={"bucket": buckets, "table_id": table_ids})
 
 
 def read_state(store: LakeStore) -> MateState | None:
@@ -176,20 +234,21 @@ def read_state(store: LakeStore) -> MateState | None:
     return MateState.from_row(row) if row else None
 
 
-def _write_all(store: LakeStore, settings: Settings, spec: XashSpec) -> None:
-    postings, row_keys, items = index_frames(_cells(store, settings, None), spec)
-    try:
-        store.overwrite(MATE_POSTINGS, postings, partition_by=["bucket"])
-        store.overwrite(MATE_ROW_KEYS, row_keys, partition_by=["bucket"])
-    finally:
-        items.unpersist()
+def _write_all(spark: SparkSession, store: LakeStore, settings: Settings, spec: XashSpec) -> None:
+    """Index every table: the tasks write the two tables' files themselves, committed here."""
+    postings, keys = store.staged_write(MATE_POSTINGS), store.staged_write(MATE_ROW_KEYS)
+    tasks = _bucket_tasks(spark, store, settings, None)
+    written = tasks.mapInArrow(partial(write_buckets, spec, postings.uri, keys.uri), from_arrow_schema(WRITTEN_SCHEMA))
+    log.info("mate index written", extra={"rows": sum(r["rows"] for r in written.collect())})
+    store.overwrite_staged(postings, POSTINGS_SCHEMA, partition_by=["bucket"])
+    store.overwrite_staged(keys, ROW_KEYS_SCHEMA, partition_by=["bucket"])
 
 
-def _write_batch(store: LakeStore, settings: Settings, spec: XashSpec, batch: ChangeBatch) -> None:
+def _write_batch(spark: SparkSession, store: LakeStore, settings: Settings, spec: XashSpec, batch: ChangeBatch) -> None:
     buckets = sorted({table_bucket(t, settings.index.cells_buckets) for t in batch.touched})
     touched = list(batch.touched)
     if batch.added:
-        postings, row_keys, items = index_frames(_cells(store, settings, list(batch.added)), spec)
+        postings, row_keys, items = index_frames(spark, store, settings, spec, list(batch.added))
     else:
         postings, row_keys, items = POSTINGS_SCHEMA.empty_table(), ROW_KEYS_SCHEMA.empty_table(), None
     try:
@@ -222,24 +281,28 @@ def run(spark: SparkSession, settings: Settings, batch: ChangeBatch) -> dict[str
     base = read_state(store)
     if not store.exists(CELLS):
         return {"mode": "empty"}
+    times = PartTimes()
     if applied_batch(store, MATE) >= batch.batch_id:
         mode = "lists"  # an index from before the lists were kept in the lake: compute them all
-        lists = update_lists(spark, store, settings, None, _next_version(base))
+        lists = update_lists(spark, store, settings, None, _next_version(base), times=times)
     elif base is None or base.spec != spec:
         if base is not None:
             log.warning("mate XASH spec changed: re-hashing every table", extra={"was": base.spec.as_dict()})
-        _write_all(store, settings, spec)
+        with times.part("index"):
+            _write_all(spark, store, settings, spec)
         mode = "build"
-        lists = update_lists(spark, store, settings, batch, _next_version(base))  # all lists when none exist yet
+        # all lists when none exist yet
+        lists = update_lists(spark, store, settings, batch, _next_version(base), times=times)
     else:
         if batch.touched:
-            _write_batch(store, settings, spec, batch)
+            with times.part("index"):
+                _write_batch(spark, store, settings, spec, batch)
         mode = "update"
-        lists = update_lists(spark, store, settings, batch, _next_version(base))
+        lists = update_lists(spark, store, settings, batch, _next_version(base), times=times)
     state = _commit_state(store, base, spec, full=mode == "build")
     commit(store, MATE, base_manifest, batch_id=batch.batch_id, kind=mode)
-    log.info("mate committed", extra={"mode": mode, **state.summary()})
-    return {"mode": mode, **state.summary(), **lists}
+    log.info("mate committed", extra={"mode": mode, **state.summary(), "seconds": times.seconds})
+    return {"mode": mode, **state.summary(), **lists, "seconds": times.seconds}
 
 
 def _next_version(base: MateState | None) -> int:
@@ -270,7 +333,7 @@ def _lists_run(spark: SparkSession, settings: Settings, *, rehash: bool) -> dict
     if base is None or not (rehashing or lists_due):
         return {"mode": "absent" if base is None else "unchanged"}
     if rehashing:
-        _write_all(store, settings, spec)
+        _write_all(spark, store, settings, spec)
     lists: dict[str, int] = {}
     if lists_due:
         going_on = ChangeBatch(base_manifest.batch_id, added=(), deleted=()) if store.exists(MATE_LISTS) else None

@@ -11,7 +11,7 @@ from catalog.core.identity import normalize_token
 from catalog.core.xash import XashSpec
 from catalog.search.mate.models import ROW_BLOCK
 from catalog.search.mate.source import build_memory_source
-from spark_jobs.mate.lists import cells_by_row
+from spark_jobs.mate.lists import cells_by_row, key_tuples
 from spark_jobs.mate.update import KEYS, POSTINGS, index_table, tokens_of
 from tests.mate.lake import random_lake
 
@@ -80,3 +80,26 @@ def test_cells_by_row_regroups_every_posting_list_by_row() -> None:
     )
     assert sorted((g["table_id"], g["token"], g["row"], g["cols"]) for g in got) == want
     assert [g["row"] for g in got if (g["table_id"], g["token"]) == ("wide", "0")] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_key_tuples_are_each_keys_distinct_complete_tuples(seed: int) -> None:
+    """The lists step's key tuples from a table's posting lists: for every key (its columns in key
+    order, any order of positions) the distinct tuples of tokens of the rows whose key cells are
+    all present, against the rows themselves."""
+    rng = np.random.default_rng(seed)
+    values = ["a", "b", "NULL", None, "7", "07", "x y"]
+    rows = [[values[i] for i in rng.integers(0, len(values), 5)] for _ in range(int(rng.integers(1, 60)))]
+    out = [r for r in index_table(XashSpec(), _cells("t", rows)).to_pylist() if r["kind"] == POSTINGS]
+    postings = pa.Table.from_pylist(out).select(["table_id", "token", "rows", "cols"])
+    keys = [(10, [1, 2]), (11, [5, 3, 1]), (12, [2, 4]), (13, [4])]
+    got = key_tuples(postings, keys).to_pylist()
+    want = set()
+    for lid, positions in keys:
+        for row in rows:
+            tokens = [normalize_token(row[p - 1]) if row[p - 1] is not None else None for p in positions]
+            if all(t is not None for t in tokens):
+                want.add((lid, tuple(tokens)))
+    assert sorted((r["lid"], tuple(r["tokens"])) for r in got) == sorted(want)
+    assert len(got) == len(want)  # each tuple once
+    assert key_tuples(postings.slice(0, 0), keys).num_rows == 0

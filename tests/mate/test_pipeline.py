@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
@@ -193,7 +194,9 @@ def test_nary_search_through_the_pipeline_equals_brute_force(
     assert main(["index"]) == 0
     # the batch computed the lists its changes call for; the backlog after it, those left waiting
     waiting = {listed for listed in not_computed - over if listed[0] not in touched}
-    assert waiting and f"backlog: {len(waiting)} n-ary lists computed (0 still pending)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert waiting and f"backlog: {len(waiting)} n-ary lists computed (0 still pending)" in out
+    assert re.search(r"; mate: index [\d.]+s, list tuples [\d.]+s, fresh lists [\d.]+s, merged lists [\d.]+s;", out)
     state = LakeStore(load_settings().lake).read_arrow("mate_state").to_pylist()[0]
     assert not state["full"]
     with open_catalog(catalog_url).connect() as conn:

@@ -64,15 +64,17 @@ def backlog_line(results: dict[str, Any]) -> str:
 
 
 def stage_parts(results: dict[str, Any]) -> str:
-    """Where the two composite stages spent their time: relate's joinable and unionable parts,
-    and the publish's seconds per publisher ("relate: joinable 3.1s, ...; publish: tables 0.2s, ...")."""
+    """Where the composite stages spent their time: relate's joinable and unionable parts, MATE's
+    index and lists, and the publish's seconds per publisher ("relate: joinable 3.1s, ...; mate: index
+    4.0s, ...; publish: tables 0.2s, ...")."""
     out = []
     relate = results.get("relate")
     if isinstance(relate, dict):
         parts = {name: c["seconds"] for name, c in relate.items() if isinstance(c, dict) and "seconds" in c}
         if parts:
             out.append("relate: " + ", ".join(f"{n} {s:.1f}s" for n, s in parts.items()))
-    publish = results.get("publish")
-    if isinstance(publish, dict) and isinstance(publish.get("seconds"), dict):
-        out.append("publish: " + ", ".join(f"{n} {s:.1f}s" for n, s in publish["seconds"].items()))
+    for stage in ("mate", "publish"):
+        counts = results.get(stage)
+        if isinstance(counts, dict) and isinstance(counts.get("seconds"), dict):
+            out.append(f"{stage}: " + ", ".join(f"{n} {s:.1f}s" for n, s in counts["seconds"].items()))
     return "; ".join(out)

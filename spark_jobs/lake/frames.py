@@ -38,3 +38,9 @@ def local_frame(spark: SparkSession, rows: Iterable[Sequence[Any]], schema: str 
             values.append(value)
     table = pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, arrow, strict=True)], schema=arrow)
     return spark.createDataFrame(table, schema=struct)
+
+
+def task_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: str | StructType) -> DataFrame:
+    """`rows` as `local_frame` does, a partition each: a job mapped over it runs one task per row
+    (e.g. a task per bucket, `spark_jobs.lake.partition_tasks`)."""
+    return local_frame(spark, rows, schema).repartition(max(len(rows), 1))

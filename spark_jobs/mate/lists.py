@@ -73,7 +73,7 @@ from catalog.search.mate.lists import (
 )
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import DATASETS
-from spark_jobs.lake.frames import local_frame
+from spark_jobs.lake.frames import local_frame, task_frame
 from spark_jobs.lake.partition_tasks import partition_tables
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.mate.tables import LISTS_SCHEMA, MATE_LIST_TUPLES, MATE_LISTS, MATE_POSTINGS, TUPLES_SCHEMA
@@ -285,8 +285,7 @@ def _tuples(
         for b, uris in sorted(files.items())
     ]
     schema = "files array<string>, lists array<struct<table_id: string, lid: int, positions: array<int>>>"
-    frame = local_frame(spark, tasks, schema).repartition(max(len(tasks), 1))
-    return frame.mapInArrow(_tuple_batches, from_arrow_schema(KEY_TUPLES_SCHEMA))
+    return task_frame(spark, tasks, schema).mapInArrow(_tuple_batches, from_arrow_schema(KEY_TUPLES_SCHEMA))
 
 
 def _tuple_batches(tasks: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -45,7 +45,7 @@ from catalog.search.mate.settings import mate_settings
 from spark_jobs.lake.batches import ChangeBatch
 from spark_jobs.lake.bronze import CELLS, DATASETS
 from spark_jobs.lake.commit_point import applied_batch, batch_store, begin, commit
-from spark_jobs.lake.frames import local_frame
+from spark_jobs.lake.frames import task_frame
 from spark_jobs.lake.partition_tasks import partition_tables, write_staged_file
 from spark_jobs.lake.store import FILE_ROWS, LakeStore
 from spark_jobs.mate.lists import pending_lists, update_lists
@@ -212,8 +212,7 @@ def _bucket_tasks(spark: SparkSession, store: LakeStore, settings: Settings, tab
         where = {"bucket": buckets, "table_id": table_ids}
     files = store.files_by_partition(CELLS, "bucket", where=where)
     tasks = [(int(b), uris, table_ids) for b, uris in sorted(files.items())]
-    frame = local_frame(spark, tasks, "bucket int, files array<string>, tables array<string>")
-    return frame.repartition(max(len(tasks), 1))
+    return task_frame(spark, tasks, "bucket int, files array<string>, tables array<string>")
 
 
 def index_frames(

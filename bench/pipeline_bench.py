@@ -244,10 +244,7 @@ def crawl_and_index(spark: SparkSession, settings: Settings, folder: Path, label
     for batch in index_pending(spark, settings):
         for name, seconds in batch.seconds.items():
             stages[name] = stages.get(name, 0.0) + seconds
-        for part, counts in (batch.results.get("relate") or {}).items():
-            if isinstance(counts, dict) and "seconds" in counts:
-                parts[part] = parts.get(part, 0.0) + counts["seconds"]
-        for stage in ("mate", "publish"):
+        for stage in ("relate", "mate", "publish"):
             for part, seconds in ((batch.results.get(stage) or {}).get("seconds") or {}).items():
                 parts[f"{stage} {part}"] = parts.get(f"{stage} {part}", 0.0) + seconds
     failed = tuple(table_id for table_id, _ in report.failures)

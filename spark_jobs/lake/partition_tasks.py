@@ -26,7 +26,7 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from spark_jobs.lake.store import GROUP_ROWS
+from spark_jobs.lake.store import GROUP_ROWS, filesystem_of
 
 TABLE_ID = "table_id"
 
@@ -83,22 +83,14 @@ def _and(a: pc.Expression | None, b: pc.Expression | None) -> pc.Expression | No
 
 def _dataset(uris: Sequence[str]) -> pads.Dataset:
     """The parquet files `uris` (local paths, or URIs of one filesystem) as one dataset."""
-    fs = _filesystem(uris[0])[0] if uris else pafs.LocalFileSystem()
-    return pads.dataset([_filesystem(u)[1] for u in uris], format="parquet", filesystem=fs)
+    fs = filesystem_of(uris[0])[0] if uris else pafs.LocalFileSystem()
+    return pads.dataset([filesystem_of(u)[1] for u in uris], format="parquet", filesystem=fs)
 
 
 def write_staged_file(folder: str, partition: Mapping[str, Any], rows: pa.Table) -> None:
     """`rows` (without the partition columns) as one Parquet file under `folder` (a
     `LakeStore.staged_write`) in the partition's hive folder, for the driver to commit."""
-    fs, root = _filesystem(folder)
+    fs, root = filesystem_of(folder)
     where = "/".join([root.rstrip("/"), *(f"{column}={value}" for column, value in partition.items())])
     fs.create_dir(where, recursive=True)
     pq.write_table(rows, f"{where}/part-{uuid.uuid4().hex}.parquet", filesystem=fs, row_group_size=GROUP_ROWS)
-
-
-def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    """The filesystem of a local path or URI, and the path on it."""
-    if "://" not in uri:
-        return pafs.LocalFileSystem(), uri
-    fs, path = pafs.FileSystem.from_uri(uri)
-    return fs, path

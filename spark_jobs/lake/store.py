@@ -95,6 +95,14 @@ def delta_file_paths(table: DeltaTable, filters: Any = None) -> list[str]:
     return [uri if "://" in uri else unquote(uri) for uri in table.file_uris(filters)]
 
 
+def filesystem_of(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem of a local path or URI (a snapshot's file, a staged write's folder), and the
+    path on it: what the store's reads and the tasks that read or write files themselves need."""
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), uri
+    return pafs.FileSystem.from_uri(uri)
+
+
 def sql_literal(value: Any) -> str:
     """A value as a literal in a delta-rs (DataFusion SQL) predicate. The one quoting helper."""
     if value is None:
@@ -397,7 +405,7 @@ class LakeStore:
         else:
             parts = [f for f in schema if f.name in table.metadata().partition_columns]
             dataset = pads.dataset(
-                [self._strip_scheme(f) for f in files],
+                [filesystem_of(f)[1] for f in files],
                 schema=schema,
                 format="parquet",
                 filesystem=self._fs,
@@ -437,12 +445,6 @@ class LakeStore:
         outside = {unquote(p) for p, hit in zip(actions["path"].to_pylist(), hits, strict=True) if not hit}
         depth = len(parts) + 1  # a file's path relative to the table: its partition folders and its name
         return [u for u in uris if "/".join(unquote(u).split("/")[-depth:]) not in outside]
-
-    def _strip_scheme(self, uri: str) -> str:
-        """A snapshot URI as a path on `self._fs`."""
-        if "://" not in uri:
-            return uri
-        return pafs.FileSystem.from_uri(uri)[1]
 
     # ------------------------------------------------------------------ writes
     def append(self, name: str, data: Data, *, partition_by: Sequence[str] = ()) -> CommitResult:
@@ -536,15 +538,16 @@ class LakeStore:
             result = self._spark_write(name, frame, mode="overwrite", partition_by=partition_by, new_schema=False)
             self._fs.delete_dir_contents(self._fs_path(name, _STAGING, staged.write_id), missing_dir_ok=True)
             return result
-        exists = self.exists(name)
-        parts = self.partition_columns(name) if exists else list(partition_by)
-        if exists and list(partition_by) != parts:
-            raise LakeError(name, f"table is partitioned by {parts}, not {list(partition_by)}")
-        if exists:
-            self._check_schema(name, schema)
-        adds, n_rows = self._adopt_staged(name, staged.write_id)
-        removes = self._removes(_add_actions(self._latest(name))) if exists else []
-        return self._commit(name, adds, removes, schema, parts, n_rows, create=not exists)
+        if self.exists(name) and list(partition_by) != self.partition_columns(name):
+            # the tasks laid the files out in `partition_by`'s folders: no other partitioning will do
+            raise LakeError(name, f"table is partitioned by {self.partition_columns(name)}, not {list(partition_by)}")
+        return self._commit_files(
+            name,
+            schema,
+            partition_by=partition_by,
+            overwrite=True,
+            stage=lambda parts: self._adopt_staged(name, staged.write_id),
+        )
 
     # ------------------------------------------------------------------ delta-rs machinery
     def _write(
@@ -559,15 +562,36 @@ class LakeStore:
     ) -> CommitResult:
         if self.engine == "delta-spark":
             return self._spark_write(name, data, mode=mode, partition_by=partition_by, new_schema=new_schema)
+        return self._commit_files(
+            name,
+            _arrow_schema_of(data),
+            partition_by=partition_by,
+            overwrite=mode == "overwrite",
+            new_schema=new_schema,
+            stage=lambda parts: self._stage_files(name, data, parts, cluster_by),
+        )
+
+    def _commit_files(
+        self,
+        name: str,
+        schema: pa.Schema,
+        *,
+        partition_by: Sequence[str],
+        overwrite: bool,
+        stage: Callable[[list[str]], tuple[list[AddAction], int]],
+        new_schema: bool = False,
+    ) -> CommitResult:
+        """Check the table's partitioning (an empty `partition_by` takes the table's) and schema,
+        `stage` the new files in its partition folders, and commit them, removing every old file
+        for an overwrite; a table that does not exist yet is created."""
         exists = self.exists(name)
         parts = self.partition_columns(name) if exists else list(partition_by)
         if exists and partition_by and list(partition_by) != parts:
             raise LakeError(name, f"table is partitioned by {parts}, not {list(partition_by)}")
-        schema = _arrow_schema_of(data)
         if exists and not new_schema:
             self._check_schema(name, schema)
-        adds, n_rows = self._stage_files(name, data, parts, cluster_by)
-        removes = self._removes(_add_actions(self._latest(name))) if exists and mode == "overwrite" else []
+        adds, n_rows = stage(parts)
+        removes = self._removes(_add_actions(self._latest(name))) if exists and overwrite else []
         return self._commit(name, adds, removes, schema, parts, n_rows, create=not exists, new_schema=new_schema)
 
     def _replace(
@@ -669,7 +693,7 @@ class LakeStore:
         schema = self.arrow_schema(name)
         parts = [f for f in schema if f.name in self.partition_columns(name)]
         dataset = pads.dataset(
-            [self._strip_scheme(u) for u in uris],
+            [filesystem_of(u)[1] for u in uris],
             schema=schema,
             format="parquet",
             filesystem=self._fs,

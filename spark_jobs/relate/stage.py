@@ -9,8 +9,7 @@ batch the stage applied, in the same unit, so later batches continue incremental
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from catalog.core.settings import Settings
@@ -21,6 +20,7 @@ from spark_jobs.lake.store import LakeStore
 from spark_jobs.profile.tokens import COLUMN_TOKENS
 from spark_jobs.relate import joinable, unionable
 from spark_jobs.relate.union_features import UNIONABLE_FEATURES
+from spark_jobs.timing import PartTimes
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -50,18 +50,15 @@ def run(
     if applied_batch(store, RELATE) >= batch.batch_id:
         return {"skipped": True}
     base = begin(store, RELATE)
-    out: dict[str, Any] = {"joinable": _timed(joinable.update, spark, store, settings, batch, full=full)}
+    times = PartTimes()  # the stage's report says which of the two parts a batch paid for
+    out: dict[str, Any] = {}
+    with times.part("joinable"):
+        out["joinable"] = joinable.update(spark, store, settings, batch, full=full)
     if with_unionable:
-        out["unionable"] = _timed(unionable.update, spark, store, settings, batch, full=full)
+        with times.part("unionable"):
+            out["unionable"] = unionable.update(spark, store, settings, batch, full=full)
     commit(store, RELATE, base, batch_id=batch.batch_id, kind="full" if full else "update")
-    return out
-
-
-def _timed(part: Callable[..., dict[str, Any]], *args: Any, **kwargs: Any) -> dict[str, Any]:
-    """A part's counts with its seconds: the stage's report says which of the two a batch paid for."""
-    started = time.perf_counter()
-    counts = part(*args, **kwargs)
-    return {**counts, "seconds": round(time.perf_counter() - started, 3)}
+    return {**out, "seconds": times.seconds}
 
 
 def relate_all(spark: SparkSession, settings: Settings) -> dict[str, Any]:
@@ -74,18 +71,18 @@ def relate_all(spark: SparkSession, settings: Settings) -> dict[str, Any]:
         return {"skipped": True}
     base = begin(store, RELATE)
     tokens = store.read(COLUMN_TOKENS, columns=["table_id", "column_id", "token", "n"])
-    started = time.perf_counter()
-    j = joinable.write_all(store, tokens, joinable.key_columns(spark, store), settings, version)
-    joinable_seconds = round(time.perf_counter() - started, 3)
+    times = PartTimes()
+    with times.part("joinable"):
+        j = joinable.write_all(store, tokens, joinable.key_columns(spark, store), settings, version)
     everything = ChangeBatch(version, (), ())
-    u = _timed(unionable.update, spark, store, settings, everything, full=True, record_changes=False)
+    with times.part("unionable"):
+        u = unionable.update(spark, store, settings, everything, full=True, record_changes=False)
     commit(store, RELATE, base, batch_id=version, kind="relate_all")
     counts = {
         "n_joinable_rows": j.n_rows_written,
         "n_unionable_rows": u["n_unionable_rows"],
         "index_version": version,
-        "joinable_seconds": joinable_seconds,
-        "unionable_seconds": u["seconds"],
+        "seconds": times.seconds,
     }
     log.info("relations recomputed in full", extra=counts)
     return counts

@@ -196,7 +196,11 @@ def test_nary_search_through_the_pipeline_equals_brute_force(
     waiting = {listed for listed in not_computed - over if listed[0] not in touched}
     out = capsys.readouterr().out
     assert waiting and f"backlog: {len(waiting)} n-ary lists computed (0 still pending)" in out
-    assert re.search(r"; mate: index [\d.]+s, list tuples [\d.]+s, fresh lists [\d.]+s, merged lists [\d.]+s;", out)
+    assert re.search(
+        r"relate: joinable [\d.]+s, unionable [\d.]+s; "
+        r"mate: index [\d.]+s, list tuples [\d.]+s, fresh lists [\d.]+s, merged lists [\d.]+s;",
+        out,
+    )
     state = LakeStore(load_settings().lake).read_arrow("mate_state").to_pylist()[0]
     assert not state["full"]
     with open_catalog(catalog_url).connect() as conn:

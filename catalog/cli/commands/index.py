@@ -68,12 +68,7 @@ def stage_parts(results: dict[str, Any]) -> str:
     index and lists, and the publish's seconds per publisher ("relate: joinable 3.1s, ...; mate: index
     4.0s, ...; publish: tables 0.2s, ...")."""
     out = []
-    relate = results.get("relate")
-    if isinstance(relate, dict):
-        parts = {name: c["seconds"] for name, c in relate.items() if isinstance(c, dict) and "seconds" in c}
-        if parts:
-            out.append("relate: " + ", ".join(f"{n} {s:.1f}s" for n, s in parts.items()))
-    for stage in ("mate", "publish"):
+    for stage in ("relate", "mate", "publish"):
         counts = results.get(stage)
         if isinstance(counts, dict) and isinstance(counts.get("seconds"), dict):
             out.append(f"{stage}: " + ", ".join(f"{n} {s:.1f}s" for n, s in counts["seconds"].items()))

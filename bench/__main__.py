@@ -18,6 +18,7 @@ BENCHMARKS = (
     "mate_bench",
     "autojoin_bench",
     "pexeso_lists_bench",
+    "web_bench",
 )
 
 

@@ -161,7 +161,7 @@ async def search_nary_route(
     headers, rows = parse_csv(text, what="the request body")
     columns, detected = choose_key(headers, rows, key)
     with one_snapshot(catalog_of(request)) as conn:
-        results, skipped = search_rows(conn, NaryRequest(headers, rows, columns, k=k, method=method))
+        results, skipped = search_rows(conn, NaryRequest(headers, rows, columns, k=k, method=method, hold_index=True))
     left_out = [s.as_dict() for s in skipped]
     return JSON({"key": columns, "detected": bool(detected), "results": results, "skipped": left_out})
 

@@ -286,7 +286,7 @@ def _nary_answers(conn: Any, form: SearchForm) -> dict[str, Any]:
         key, detected = choose_key(headers, rows, form.key)
     except UserError as e:
         return _answer(error=str(e).replace("pass --key COL,COL", "name its columns under Key columns"))
-    results, skipped = search_rows(conn, NaryRequest(headers, rows, key, k=form.k))
+    results, skipped = search_rows(conn, NaryRequest(headers, rows, key, k=form.k, hold_index=True))
     return _answer(results, key=key, detected=bool(detected), skipped=[s.describe() for s in skipped])
 
 

@@ -217,6 +217,8 @@ def test_nary_search_through_the_pipeline_equals_brute_force(
     assert answer.status_code == 200
     got = [(r["table_id"], r["joinability"], r["mapping"]) for r in answer.json()["results"]]
     assert got == oracle(_lake_tables(folder), query[1], query[2], ["k0", "k1"], 5)
+    again = client.post("/v1/search/nary?key=k0,k1&k=5", content=body, headers={"content-type": "text/csv"})
+    assert again.json()["results"] == answer.json()["results"]  # the row keys held by the first search
     assert client.post("/v1/search/nary?key=k0,nope", content=body).status_code == 400
     assert client.post("/v1/search/nary?key=k0,k1", content=b"\xff\xfe").status_code == 400
     assert client.post("/v1/search/nary?method=fast", content=body).status_code == 422

@@ -16,7 +16,7 @@ from catalog.search.mate import search as mate_search
 from catalog.search.mate.query import choose_key, composite_keys, parse_csv
 from catalog.search.mate.search import NaryRequest, SkippedTable, TooManyMatchesError, search_nary
 from catalog.search.mate.settings import BITS, MateSettings
-from catalog.search.mate.source import build_memory_source
+from catalog.search.mate.source import HeldRowKeys, build_memory_source
 from tests.mate.lake import Table, match_count, oracle, random_lake
 
 
@@ -222,3 +222,20 @@ def test_runs_of_matches_enumerate_every_choice_once(monkeypatch: pytest.MonkeyP
         for c in itertools.product(*(columns[start[p, i] : start[p, i] + count[p, i]].tolist() for i in range(3)))
     ]
     assert want and sorted(got) == sorted(want)
+
+
+def test_held_row_keys_keep_the_recent_blocks_of_one_index_version() -> None:
+    def block(fill: int, rows: int = 4) -> np.ndarray:
+        return np.full((rows, 2), fill, np.uint64)
+
+    held = HeldRowKeys(budget=3 * block(0).nbytes)
+    assert held.take("1", [(0, 0)]) == {}
+    held.hold("1", {(0, 0): block(1), (0, 1): block(2), (1, 0): block(3)})
+    assert sorted(held.take("1", [(0, 0), (5, 5)])) == [(0, 0)]  # (0, 0) is now the most recent
+    held.hold("1", {(2, 0): block(4)})  # past the budget: the least recently used, (0, 1), leaves
+    assert sorted(held.take("1", [(0, 0), (0, 1), (1, 0), (2, 0)])) == [(0, 0), (1, 0), (2, 0)]
+    assert int(held.take("1", [(2, 0)])[(2, 0)][0, 0]) == 4
+    held.hold("0", {(9, 9): block(9)})  # read from an older version while a newer one is held: dropped
+    assert held.take("1", [(9, 9)]) == {}
+    assert held.take("2", [(0, 0), (1, 0), (2, 0)]) == {}  # a new index version: nothing held is valid
+    assert held.size == 0

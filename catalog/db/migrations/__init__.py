@@ -4,4 +4,4 @@
 Alembic and parsing every script on each command; a test checks it against Alembic's own answer.
 """
 
-HEAD = "0015_pexeso_partitions"
+HEAD = "0016_mate_postings_covering"

@@ -3,10 +3,13 @@ URL in the config (for `alembic` on the command line)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from alembic import context
 from sqlalchemy import engine_from_config, pool
 
 from catalog.db.models import Base
+from catalog.db.models.base import in_this_schema
 from catalog.search.family import search_families
 
 search_families()  # loading each index family imports its models, which registers its tables in Base.metadata
@@ -21,6 +24,7 @@ def _run(connection) -> None:
         target_metadata=target_metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_object=partial(in_this_schema, dialect=connection.dialect.name),
     )
     with context.begin_transaction():
         context.run_migrations()

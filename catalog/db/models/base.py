@@ -67,6 +67,22 @@ def text_index(name: str, column: str) -> Index:
     return Index(name, column, postgresql_using="hash")
 
 
+def dialect_index(name: str, *columns: str, dialect: str, **kwargs: Any) -> Index:
+    """An index built on one database only (`dialect`, "sqlite" or "postgresql"): where the two
+    need different indexes for the same reads (a B-tree on an unbounded text column is fine on
+    SQLite and refused by PostgreSQL past 2,700 bytes). `in_this_schema` leaves it out of
+    migrations' comparisons on the other database."""
+    index = Index(name, *columns, info={"dialect": dialect}, **kwargs)
+    return index.ddl_if(dialect=dialect)
+
+
+def in_this_schema(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any, *, dialect: str) -> bool:
+    """Alembic's `include_object` for a `dialect` database: every object but the indexes
+    `dialect_index` builds on the other database."""
+    wanted = getattr(obj, "info", {}).get("dialect") if type_ == "index" and not reflected else None
+    return wanted is None or wanted == dialect
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map: ClassVar[dict[Any, Any]] = {dt.datetime: DateTime(timezone=True)}

@@ -41,7 +41,7 @@ def search_rows(conn: Connection, request: NaryRequest) -> tuple[list[dict[str, 
     from catalog.search.mate.search import search_nary  # deferred: the search loads when it runs
     from catalog.search.mate.source import CatalogSource  # deferred: as above
 
-    outcome = search_nary(CatalogSource(conn), request)
+    outcome = search_nary(CatalogSource(conn, hold=request.hold_index), request)
     return [r.as_dict() for r in outcome.results], outcome.skipped
 
 

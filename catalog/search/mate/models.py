@@ -23,7 +23,7 @@ import numpy as np
 from sqlalchemy import BigInteger, Index, Integer, LargeBinary, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from catalog.db.models.base import Base, PackedInt32Array, text_index
+from catalog.db.models.base import Base, PackedInt32Array, dialect_index, text_index
 
 ROW_BLOCK = 1024  # rows per `mate_row_keys` blob
 
@@ -47,8 +47,13 @@ class MatePosting(Base):
     rows: Mapped[np.ndarray] = mapped_column(PackedInt32Array)
     cols: Mapped[np.ndarray] = mapped_column(PackedInt32Array)
 
+    # A search reads a token's lists in some tables and sums a token's items (`list_lengths`): on
+    # SQLite, rows hold their packed arrays inline, so an index on the token alone made each of those
+    # reads visit every list's row; the index holding (token, table_ref, n) answers both from the
+    # index. PostgreSQL keeps the arrays out of line (TOAST) and cannot B-tree an unbounded token.
     __table_args__ = (
-        text_index("ix_mate_postings_token", "token"),
+        dialect_index("ix_mate_postings_token", "token", dialect="postgresql", postgresql_using="hash"),
+        dialect_index("ix_mate_postings_token_table", "token", "table_ref", "n", dialect="sqlite"),
         Index("ix_mate_postings_table_ref", "table_ref"),
     )
 

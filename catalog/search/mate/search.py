@@ -101,6 +101,8 @@ class NaryRequest:
     k: int = 10
     method: str = "mate"
     spec: XashSpec | None = None  # the XASH spec to hash the query with (None: the index's)
+    # a long-running process (the API, the web page) asks: keep the row keys read between searches
+    hold_index: bool = False
 
 
 @dataclass(frozen=True)
@@ -320,7 +322,7 @@ class _Search:
         (`mappings.best_mapping`, in numpy blocks). J = 0 for a table skipped by `_count_matches`."""
         tuple_of, rows, cols = pairs
         m = len(self.key)
-        items = _Items(lists, int(rows.max()) + 1 if len(rows) else 1)
+        items = _Items(lists, rows)
         ids, inverse = np.unique(tuple_of, return_inverse=True)  # the tuples these pairs hold, once each
         start = np.zeros((len(rows), m), np.int64)
         count = np.ones((len(rows), m), np.int64)
@@ -372,16 +374,22 @@ _Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]  # (query tuple, lake row, co
 
 
 class _Items:
-    """One table's posting items of some tokens, sorted by (token, row), for lookups by (value, row)."""
+    """One table's posting items of some tokens in the candidate rows, sorted by (token, row), for
+    lookups by (value, row). Items of other rows are dropped first: a common value's list spans
+    the whole table, and the filtered pairs of a search with super keys name only a few rows."""
 
-    def __init__(self, lists: dict[str, Postings], stride: int) -> None:
+    def __init__(self, lists: dict[str, Postings], rows: np.ndarray) -> None:
         self.code = {token: i for i, token in enumerate(lists)}
-        self.stride = max(stride, max((int(p.rows.max()) + 1 for p in lists.values() if len(p.rows)), default=1))
+        self.stride = int(rows.max()) + 1 if len(rows) else 1
         if lists:
             sizes = [len(p.rows) for p in lists.values()]
             tok = np.repeat(np.arange(len(lists), dtype=np.int64), sizes)
-            keys = tok * self.stride + np.concatenate([p.rows for p in lists.values()]).astype(np.int64)
+            at = np.concatenate([p.rows for p in lists.values()]).astype(np.int64)
             columns = np.concatenate([p.cols for p in lists.values()]).astype(np.int64)
+            candidate = np.zeros(self.stride + 1, bool)  # the last slot: every row past the candidates
+            candidate[rows] = True
+            keep = candidate[np.minimum(at, self.stride)]
+            keys, columns = tok[keep] * self.stride + at[keep], columns[keep]
         else:
             keys, columns = np.empty(0, np.int64), np.empty(0, np.int64)
         order = np.argsort(keys, kind="stable")

@@ -16,7 +16,7 @@ from catalog.search.mate import search as mate_search
 from catalog.search.mate.query import choose_key, composite_keys, parse_csv
 from catalog.search.mate.search import NaryRequest, SkippedTable, TooManyMatchesError, search_nary
 from catalog.search.mate.settings import BITS, MateSettings
-from catalog.search.mate.source import HeldRowKeys, build_memory_source
+from catalog.search.mate.source import HeldRowKeys, Postings, build_memory_source
 from tests.mate.lake import Table, match_count, oracle, random_lake
 
 
@@ -239,3 +239,25 @@ def test_held_row_keys_keep_the_recent_blocks_of_one_index_version() -> None:
     assert held.take("1", [(9, 9)]) == {}
     assert held.take("2", [(0, 0), (1, 0), (2, 0)]) == {}  # a new index version: nothing held is valid
     assert held.size == 0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pairs_are_every_item_with_every_tuple_holding_its_value(seed: int) -> None:
+    """A table's (query tuple, row, column) pairs against a loop over its items (empty lists and
+    values held by several tuples included)."""
+    rng = np.random.default_rng(seed)
+    tuple_ids = {f"v{i}": np.sort(rng.choice(40, int(rng.integers(1, 5)), replace=False)) for i in range(6)}
+    for ref in range(12):
+        lists = []
+        for token in rng.permutation(list(tuple_ids))[: int(rng.integers(0, 4))]:
+            n = int(rng.integers(0, 7))
+            rows = np.sort(rng.integers(0, 200, n)).astype(np.int32)
+            lists.append(Postings(str(token), ref, rows, rng.integers(1, 9, n).astype(np.int32)))
+        got = mate_search._pairs(lists, tuple_ids)
+        expected = [
+            (int(t), int(r), int(c))
+            for p in lists
+            for r, c in zip(p.rows, p.cols, strict=True)
+            for t in tuple_ids[p.token]
+        ]
+        assert list(zip(*(a.tolist() for a in got), strict=True)) == expected, ref

@@ -538,9 +538,10 @@ class LakeStore:
             result = self._spark_write(name, frame, mode="overwrite", partition_by=partition_by, new_schema=False)
             self._fs.delete_dir_contents(self._fs_path(name, _STAGING, staged.write_id), missing_dir_ok=True)
             return result
-        if self.exists(name) and list(partition_by) != self.partition_columns(name):
-            # the tasks laid the files out in `partition_by`'s folders: no other partitioning will do
-            raise LakeError(name, f"table is partitioned by {self.partition_columns(name)}, not {list(partition_by)}")
+        if not partition_by and self.exists(name) and self.partition_columns(name):
+            # the tasks laid the files out in `partition_by`'s folders (none here), so the table's own
+            # partitioning cannot be taken for it as `_commit_files` takes it for an empty one
+            raise LakeError(name, f"table is partitioned by {self.partition_columns(name)}, not []")
         return self._commit_files(
             name,
             schema,

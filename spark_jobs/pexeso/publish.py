@@ -14,6 +14,7 @@ import base64
 import json
 import logging
 from collections.abc import Collection, Iterator, Sequence
+from itertools import islice
 from typing import Any
 
 import pyarrow as pa
@@ -110,27 +111,48 @@ def _insert_tables(session: Session, store: LakeStore, table_ids: list[str] | No
     where = None if table_ids is None else {"table_id": table_ids}
     columns = ["column_id", "table_id", "header", "n_values", "values", "vectors"]
     rows = store.read_arrow(PEXESO_VECTORS, columns=columns, where=where).sort_by("column_id")
-    start = _next_ref(session)
-    for b in rows.to_batches(max_chunksize=_BATCH_ROWS):
-        insert_rows(session, PexesoColumn, _column_rows(b, start))
-        start += b.num_rows
-    return rows.num_rows
+    catalog_rows = (_catalog_row(c, ref) for ref, c in enumerate(column_rows(rows), start=_next_ref(session)))
+    written = 0
+    while chunk := list(islice(catalog_rows, _BATCH_ROWS)):
+        written += insert_rows(session, PexesoColumn, chunk)
+    return written
 
 
-def _column_rows(batch: pa.RecordBatch, start: int) -> Iterator[dict[str, Any]]:
-    names = ("column_id", "table_id", "header", "n_values", "values", "vectors")
-    for i, (column_id, table_id, header, n, values, vectors) in enumerate(
-        zip(*(batch.column(n).to_pylist() for n in names), strict=True)
-    ):
-        yield {
-            "column_ref": start + i,
-            "column_id": column_id,
-            "table_id": table_id,
-            "header": header or "",
-            "n_values": n,
-            "value_list": json.dumps(values),
-            "vectors": vectors,
-        }
+def column_rows(rows: pa.Table) -> Iterator[dict[str, Any]]:
+    """One dict per column of `rows` (`pexeso_vectors` rows sorted by column_id): the lake holds a
+    large column in several rows, whose values and packed vectors are joined here in one order."""
+    parts: list[dict[str, Any]] = []
+    for batch in rows.to_batches(max_chunksize=_BATCH_ROWS):
+        for row in batch.to_pylist():
+            if parts and row["column_id"] != parts[0]["column_id"]:
+                yield _joined(parts)
+                parts = []
+            parts.append(row)
+    if parts:
+        yield _joined(parts)
+
+
+def _joined(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    if len(parts) == 1:
+        return parts[0]
+    return {
+        **parts[0],
+        "n_values": sum(p["n_values"] for p in parts),
+        "values": [v for p in parts for v in p["values"]],
+        "vectors": b"".join(p["vectors"] for p in parts),
+    }
+
+
+def _catalog_row(column: dict[str, Any], column_ref: int) -> dict[str, Any]:
+    return {
+        "column_ref": column_ref,
+        "column_id": column["column_id"],
+        "table_id": column["table_id"],
+        "header": column["header"] or "",
+        "n_values": column["n_values"],
+        "value_list": json.dumps(column["values"]),
+        "vectors": column["vectors"],
+    }
 
 
 def _write_meta(session: Session, state: PexesoState) -> IndexFrame:

@@ -4,7 +4,11 @@ The textual columns (`column_profiles.inferred_type` in `[index.pexeso] types`) 
 tables are embedded from silver `column_tokens`: the tokens are grouped by column (one shuffle) and
 each column is embedded in one vectorised numpy pass on an executor (`embed_column_tokens`,
 `applyInArrow`), its vectors packed as the catalog stores them. A column whose tokens have nothing
-to embed is left out (it can match nothing).
+to embed is left out (it can match nothing). A column is held in as many rows as it takes to keep
+each under `ROW_BYTES` of vectors: Spark reads, shuffles and writes a row whole, and the parquet
+writer checks its buffer only every hundred rows, so the single rows of the seed's 50,000-value
+columns (50 MB each) ran a 15% batch's rewrite out of a 4 GB heap. Readers take a column's rows
+together (`column_rows` in the publisher).
 
 Pivots are selected on the driver from a sample of the embedded columns when the index is built
 (or the embedder changes), and kept by every later update: a batch's new vectors are mapped with
@@ -48,37 +52,43 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_PIVOT_SAMPLE_COLUMNS = 512  # columns whose vectors the driver selects pivots from
+_PIVOT_SAMPLE_COLUMNS = 512  # rows (columns or parts of one) whose vectors the driver selects pivots from
+ROW_BYTES = 1 << 20  # packed vectors per row of pexeso_vectors, at most (a single value's may exceed it)
 
 
-def embed_column_tokens(embedder: Embedder, tokens: pa.Table) -> pa.Table:
+def values_per_row(dimension: int) -> int:
+    """How many values' vectors one row of `pexeso_vectors` holds (`ROW_BYTES` of float32)."""
+    return max(1, ROW_BYTES // (4 * dimension))
+
+
+def embed_column_tokens(embedder: Embedder, tokens: pa.Table, per_row: int) -> pa.Table:
     """One column's token rows (table_id, bucket, column_id, header, token) -> its VECTORS_SCHEMA
-    row: the distinct tokens with something to embed, and their vectors packed (none: no row)."""
+    rows: the distinct tokens with something to embed and their vectors packed, `per_row` values
+    to a row (none: no row)."""
     values = pc.unique(pc.drop_null(tokens.column("token").combine_chunks()))
     vectors = embedder.embed(values)
     keep = np.flatnonzero(np.any(vectors != 0, axis=1))
     if not len(keep):
         return VECTORS_SCHEMA.empty_table()
+    kept, packed = values.take(pa.array(keep)), vectors[keep].astype("<f4")
+    starts = np.arange(0, len(keep), per_row)
     first = tokens.slice(0, 1)
     return pa.table(
         {
-            "table_id": first.column("table_id"),
-            "bucket": first.column("bucket"),
-            "column_id": first.column("column_id"),
-            "header": first.column("header"),
-            "n_values": pa.array([len(keep)], pa.int64()),
-            "values": pa.array([values.take(pa.array(keep)).to_pylist()], pa.list_(pa.string())),
-            "vectors": pa.array([vectors[keep].astype("<f4").tobytes()], pa.binary()),
+            **{c: pa.repeat(first.column(c)[0], len(starts)) for c in ("table_id", "bucket", "column_id", "header")},
+            "n_values": pa.array(np.diff(np.append(starts, len(keep))), pa.int64()),
+            "values": pa.ListArray.from_arrays(pa.array(np.append(starts, len(keep)), pa.int32()), kept),
+            "vectors": pa.array([packed[s : s + per_row].tobytes() for s in starts], pa.binary()),
         },
         schema=VECTORS_SCHEMA,
     )
 
 
-def _embedder_fn(embedder: Embedder) -> Callable[[pa.Table], pa.Table]:
+def _embedder_fn(embedder: Embedder, per_row: int) -> Callable[[pa.Table], pa.Table]:
     """`embed_column_tokens` bound to the embedder, with the type hints applyInArrow reads."""
 
     def embed(tokens: pa.Table) -> pa.Table:
-        return embed_column_tokens(embedder, tokens)
+        return embed_column_tokens(embedder, tokens, per_row)
 
     return embed
 
@@ -96,7 +106,8 @@ def vector_frame(store: LakeStore, settings: Settings, table_ids: list[str] | No
     joined = tokens.join(textual, ["table_id", "column_id"]).select(
         "table_id", "bucket", "column_id", "header", "token"
     )
-    return joined.groupBy("column_id").applyInArrow(_embedder_fn(conf.embedder), from_arrow_schema(VECTORS_SCHEMA))
+    embed = _embedder_fn(conf.embedder, values_per_row(conf.embedder.dimension))
+    return joined.groupBy("column_id").applyInArrow(embed, from_arrow_schema(VECTORS_SCHEMA))
 
 
 def read_state(store: LakeStore) -> PexesoState | None:
@@ -124,8 +135,8 @@ def _counts(store: LakeStore, where: dict[str, list[Any]] | None = None) -> tupl
     """(columns, vectors) held (in the tables `where` names)."""
     if not store.exists(PEXESO_VECTORS):
         return 0, 0
-    t = store.read_arrow(PEXESO_VECTORS, columns=["n_values"], where=where)
-    return t.num_rows, int(pc.sum(t.column("n_values")).as_py() or 0)
+    t = store.read_arrow(PEXESO_VECTORS, columns=["column_id", "n_values"], where=where)
+    return pc.count_distinct(t.column("column_id")).as_py(), int(pc.sum(t.column("n_values")).as_py() or 0)
 
 
 def _write_all(store: LakeStore, settings: Settings) -> None:

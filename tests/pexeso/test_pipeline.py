@@ -35,6 +35,7 @@ from catalog.search.pexeso.search import distance_rows, need_count
 from catalog.search.pexeso.source import IndexFrame, budget_vectors
 from spark_jobs.lake.store import LakeStore
 from spark_jobs.orchestration.rebuild import due_families
+from spark_jobs.pexeso import update as pexeso_update
 from tests.conftest import cli_home
 
 pytestmark = pytest.mark.slow
@@ -47,6 +48,9 @@ SYLLABLES = ["ka", "lo", "mi", "ber", "to", "san", "vel", "ro", "da", "nor", "qu
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog_url: str, spark) -> Iterator[Path]:  # type: ignore[no-untyped-def]
+    # the lake holds a column in rows of 3 values (a large column's rows are bounded): every step
+    # below reads columns back from several rows
+    monkeypatch.setattr(pexeso_update, "values_per_row", lambda dimension: 3)
     yield cli_home(
         tmp_path,
         monkeypatch,
@@ -208,6 +212,8 @@ def test_semantic_search_through_the_pipeline_equals_the_oracle(home: Path, cata
     queries = [[_variant(rng, names[int(i)]) for i in rng.integers(0, 12, size=15)] for _ in range(2)]
     assert main(["crawl", "--dir", str(folder), "--no-progress"]) == 0
     assert main(["index"]) == 0
+    held = LakeStore(load_settings().lake).read_arrow("pexeso_vectors", columns=["column_id", "n_values"])
+    assert held.num_rows > len(set(held["column_id"].to_pylist())) and max(held["n_values"].to_pylist()) == 3
     _check(home, queries, capsys)
     first = _partitions(catalog_url)
     assert first["pexeso_partitions"] > 2  # several, each within the budget

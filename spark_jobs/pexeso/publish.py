@@ -14,7 +14,7 @@ import base64
 import json
 import logging
 from collections.abc import Collection, Iterator, Sequence
-from itertools import islice
+from itertools import chain, islice
 from typing import Any
 
 import pyarrow as pa
@@ -108,19 +108,31 @@ def _insert_tables(session: Session, store: LakeStore, table_ids: list[str] | No
     """Insert these tables' columns (all when None) under fresh column_refs; returns how many."""
     if table_ids == [] or not store.exists(PEXESO_VECTORS):
         return 0
-    where = None if table_ids is None else {"table_id": table_ids}
-    columns = ["column_id", "table_id", "header", "n_values", "values", "vectors"]
-    rows = store.read_arrow(PEXESO_VECTORS, columns=columns, where=where).sort_by("column_id")
-    catalog_rows = (_catalog_row(c, ref) for ref, c in enumerate(column_rows(rows), start=_next_ref(session)))
+    columns = chain.from_iterable(column_rows(rows) for rows in _bucket_rows(store, table_ids))
+    catalog_rows = (_catalog_row(c, ref) for ref, c in enumerate(columns, start=_next_ref(session)))
     written = 0
     while chunk := list(islice(catalog_rows, _BATCH_ROWS)):
         written += insert_rows(session, PexesoColumn, chunk)
     return written
 
 
+def _bucket_rows(store: LakeStore, table_ids: list[str] | None) -> Iterator[pa.Table]:
+    """The `pexeso_vectors` rows of these tables (all when None), a bucket at a time, each sorted by
+    column_id. A column's rows all lie in its table's bucket, so memory holds one bucket's vectors:
+    the whole index can pass 2 GB, more than one Arrow binary array holds (sorting it all failed
+    so on the seed lake after a 15% batch)."""
+    where: dict[str, list[Any]] = {} if table_ids is None else {"table_id": table_ids}
+    columns = ["column_id", "table_id", "header", "n_values", "values", "vectors"]
+    for bucket in sorted(int(b) for b in store.files_by_partition(PEXESO_VECTORS, "bucket", where=where or None)):
+        yield store.read_arrow(PEXESO_VECTORS, columns=columns, where={**where, "bucket": [bucket]}).sort_by(
+            "column_id"
+        )
+
+
 def column_rows(rows: pa.Table) -> Iterator[dict[str, Any]]:
-    """One dict per column of `rows` (`pexeso_vectors` rows sorted by column_id): the lake holds a
-    large column in several rows, whose values and packed vectors are joined here in one order."""
+    """One dict per column of `rows` (`pexeso_vectors` rows sorted by column_id, each column's rows
+    all there): the lake holds a large column in several rows, whose values and packed vectors are
+    joined here in one order."""
     parts: list[dict[str, Any]] = []
     for batch in rows.to_batches(max_chunksize=_BATCH_ROWS):
         for row in batch.to_pylist():

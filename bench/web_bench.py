@@ -39,6 +39,7 @@ import httpx
 
 from bench.pipeline_bench import bench_settings, crawl_and_index
 from bench.seed_lake import Files, read_csv, seed_files, write_lake
+from catalog.core.settings import environment_with
 
 PAGE_BUDGET_MS = 300.0
 SEARCH_ROWS = 300
@@ -230,9 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _env(home: Path, catalog_url: str) -> dict[str, str]:
     """The environment of a `juncture` command on the bench's lake and `catalog_url`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JUNCTURE_")}
-    env.update(JUNCTURE_HOME=str(home), JUNCTURE_CATALOG_URL=catalog_url)
-    return env
+    return environment_with(os.environ, home=home, catalog_url=catalog_url)
 
 
 if __name__ == "__main__":

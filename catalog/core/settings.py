@@ -171,6 +171,16 @@ ENV_VARS: Mapping[str, str] = {
 _META_VARS = frozenset({"JUNCTURE_CONFIG", "JUNCTURE_FAULT", "JUNCTURE_FAULT_MODE", "JUNCTURE_FAULT_TRACE"})
 
 
+def environment_with(base: Mapping[str, str], **settings: object) -> dict[str, str]:
+    """`base` (a process's environment) without its JUNCTURE_ variables, plus the variables of
+    `settings` by setting name (`home=…`, `catalog_url=…`, `lock_wait_s=…`): the environment of a
+    `juncture` process that must read these settings and no others the caller happens to have."""
+    variable = {name.replace(".", "_"): var for var, name in ENV_VARS.items()}
+    env = {k: v for k, v in base.items() if not k.startswith("JUNCTURE_")}
+    env.update({variable[name]: str(value) for name, value in settings.items()})
+    return env
+
+
 def load_settings(
     env: Mapping[str, str] | None = None, *, config_file: str | Path | None = None, cwd: Path | None = None
 ) -> Settings:

@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 import pyarrow.fs as pafs
 from deltalake import DeltaTable
 
+from catalog.core.filesystems import filesystem_of
 from catalog.core.identity import file_table_id
 from catalog.core.settings import Settings
 from plugins.sources.listing import ListedTable, ListingError, reject_duplicate_ids
@@ -40,12 +41,6 @@ FILE_FORMATS = {
     ".csv.gz": "csv",
     ".tsv.gz": "tsv",
 }
-
-
-def folder_filesystem(root: str) -> tuple[pafs.FileSystem, str]:
-    if "://" in root:
-        return pafs.FileSystem.from_uri(root)
-    return pafs.LocalFileSystem(), os.path.abspath(root)
 
 
 def file_format(name: str) -> str | None:
@@ -111,7 +106,7 @@ def list_folder(
 ) -> list[ListedTable]:
     """Every table under `root`. `exclude` names folders never read (Juncture's own, see `own_paths`),
     `refuse_inside` folders the root may not lie in, `max_bytes` the largest file that is read."""
-    fs, base = folder_filesystem(root)
+    fs, base = filesystem_of(root)
     info = fs.get_file_info(base)
     if info.type != pafs.FileType.Directory:
         raise ListingError(f"lake folder {root!r} is not a directory")

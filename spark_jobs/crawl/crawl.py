@@ -37,10 +37,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 
 from catalog.core.errors import UserError
+from catalog.core.filesystems import filesystem_of
 from catalog.core.logs import log_context
 from catalog.core.settings import Settings, SourceConfig, load_settings
 from plugins.sources.ckan import CkanHook
-from plugins.sources.folder import folder_filesystem, list_source_folder
+from plugins.sources.folder import list_source_folder
 from plugins.sources.http_client import FetchError, HttpClient
 from plugins.sources.listing import BadIdError, ListedTable, ListingError
 from plugins.sources.parsing import ParseError, ParseLimits, delta_content_sha256, parse_file
@@ -175,7 +176,7 @@ def _folder_uri(root: str, fs_path: str) -> str:
 
 def _copy_to_local(root: str, fs_path: str, tmp_dir: Path) -> Path:
     """Stream one file of a remote lake folder into `tmp_dir` (never the whole file in memory)."""
-    fs, _ = folder_filesystem(root)
+    fs, _ = filesystem_of(root)
     tmp_dir.mkdir(parents=True, exist_ok=True)
     dest = tmp_dir / f"remote-{hashlib.sha256(fs_path.encode()).hexdigest()[:16]}"
     with fs.open_input_stream(fs_path) as src, open(dest, "wb") as out:

@@ -26,7 +26,8 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from spark_jobs.lake.store import GROUP_ROWS, filesystem_of
+from catalog.core.filesystems import filesystem_of
+from spark_jobs.lake.store import GROUP_ROWS
 
 TABLE_ID = "table_id"
 

@@ -55,6 +55,7 @@ from deltalake.exceptions import TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from catalog.core.errors import LakeError
+from catalog.core.filesystems import filesystem_of
 from spark_jobs.lake import faults
 from spark_jobs.lake.frames import local_frame
 from spark_jobs.lake.manifest import ABSENT, MANIFEST_SUFFIX, Manifest, manifest_table
@@ -93,14 +94,6 @@ def delta_file_paths(table: DeltaTable, filters: Any = None) -> list[str]:
     """The snapshot's data files as paths Spark and pyarrow open: delta-rs percent-encodes local
     paths (`/data/my%20lake/…`) without a scheme, so those are decoded; remote URIs are kept."""
     return [uri if "://" in uri else unquote(uri) for uri in table.file_uris(filters)]
-
-
-def filesystem_of(uri: str) -> tuple[pafs.FileSystem, str]:
-    """The filesystem of a local path or URI (a snapshot's file, a staged write's folder), and the
-    path on it: what the store's reads and the tasks that read or write files themselves need."""
-    if "://" not in uri:
-        return pafs.LocalFileSystem(), uri
-    return pafs.FileSystem.from_uri(uri)
 
 
 def sql_literal(value: Any) -> str:

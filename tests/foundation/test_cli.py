@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from catalog.cli.main import main
+from catalog.core.settings import environment_with
 from catalog.db.engine import open_catalog, session_scope
 from catalog.db.models import CatalogColumn, CatalogTable
 
@@ -24,7 +25,7 @@ HEAVY = ("pyspark", "py4j", "airflow", "pyarrow", "pandas", "scipy", "fastapi", 
 PARSER_PROBE = """
 import sys
 from catalog.cli.main import build_parser
-from catalog.core.settings import load_settings
+from catalog.core.settings import environment_with, load_settings
 build_parser()
 load_settings()
 print(','.join(sorted({m.split('.')[0] for m in sys.modules} & set(sys.argv[1:]))))
@@ -68,7 +69,7 @@ def test_help_lists_every_contract_command() -> None:
 
 def test_parser_and_settings_import_nothing_heavy(tmp_path: Path) -> None:
     (tmp_path / "juncture.toml").write_text("[index]\njoinable_k = 20\n", encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JUNCTURE_")}
+    env = environment_with(os.environ)
     proc = subprocess.run(
         [sys.executable, "-c", PARSER_PROBE, *HEAVY], capture_output=True, text=True, cwd=tmp_path, env=env, check=True
     )

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from catalog.core.errors import SettingsError
-from catalog.core.settings import load_settings
+from catalog.core.settings import environment_with, load_settings
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -137,3 +137,19 @@ def test_each_index_family_reads_its_own_section(tmp_path: Path) -> None:
     path.write_text("[index.nosuch]\nx = 1\n")
     with pytest.raises(SettingsError, match=r"index\.nosuch: unknown key \(known: .*josie"):
         load_settings({}, config_file=path)
+
+
+def test_a_process_environment_carries_exactly_the_settings_given(tmp_path: Path) -> None:
+    base = {"PATH": "/bin", "JUNCTURE_LAKE": "/elsewhere", "JUNCTURE_FAULT": "x"}
+    env = environment_with(base, home=tmp_path / "h", catalog_url="sqlite:///c.db", lock_wait_s=2.5)
+    assert env == {
+        "PATH": "/bin",
+        "JUNCTURE_HOME": str(tmp_path / "h"),
+        "JUNCTURE_CATALOG_URL": "sqlite:///c.db",
+        "JUNCTURE_LOCK_WAIT_S": "2.5",
+    }
+    settings = load_settings(env, cwd=tmp_path)
+    assert settings.home == tmp_path / "h" and settings.catalog_url == "sqlite:///c.db"
+    assert settings.lock_wait_s == 2.5 and settings.lake != "/elsewhere"
+    with pytest.raises(KeyError):
+        environment_with(base, no_such_setting=1)

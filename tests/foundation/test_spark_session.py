@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from catalog.core.errors import JavaError
-from catalog.core.settings import Settings
+from catalog.core.settings import Settings, environment_with
 from spark_jobs.lake.session import check_java, java_major_version, spark_conf
 
 JUNCTURE = str(Path(sys.executable).with_name("juncture"))
@@ -44,8 +44,8 @@ def test_old_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 
 
 def test_cli_reports_missing_java_in_one_line(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JUNCTURE_")}
-    env.update(JAVA_HOME=str(tmp_path / "none"), PATH=str(tmp_path), JUNCTURE_HOME=str(tmp_path / "home"))
+    env = environment_with(os.environ, home=tmp_path / "home")
+    env.update(JAVA_HOME=str(tmp_path / "none"), PATH=str(tmp_path))
     proc = subprocess.run([JUNCTURE, "demo"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("juncture: Spark needs Java 17")

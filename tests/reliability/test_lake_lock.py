@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from catalog.core.identity import file_table_id
+from catalog.core.settings import environment_with
 from tests.reliability import lake_files as lf
 from tests.reliability.answers import catalog_tables, ok, setup_env
 
@@ -57,10 +58,9 @@ def spawn() -> Iterator[Callable[..., Child]]:
     children: list[Child] = []
 
     def start(home: Path, catalog_url: str, *argv: str, lock_wait_s: float | None = None) -> Child:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("JUNCTURE_")}
-        env.update(PYTHONPATH=str(WORKTREE), JUNCTURE_HOME=str(home), JUNCTURE_CATALOG_URL=catalog_url)
-        if lock_wait_s is not None:
-            env["JUNCTURE_LOCK_WAIT_S"] = str(lock_wait_s)
+        waits = {} if lock_wait_s is None else {"lock_wait_s": lock_wait_s}
+        env = environment_with(os.environ, home=home, catalog_url=catalog_url, **waits)
+        env.update(PYTHONPATH=str(WORKTREE))
         n = len(children)
         out, err = home / f"child{n}.out", home / f"child{n}.err"
         with out.open("wb") as o, err.open("wb") as e:

@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from catalog.core.settings import environment_with
 from plugins.local_portal import PortalStore, four_by_four, serve_in_background
 from tests.conftest import _pg_schema_url
 from tests.web.cdp import Browser, chromium_path
@@ -65,9 +66,7 @@ class WebLake:
 
 
 def juncture_env(lake: WebLake, catalog_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JUNCTURE_")}
-    env.update(JUNCTURE_HOME=str(lake.folder / "home"), JUNCTURE_CATALOG_URL=catalog_url)
-    return env
+    return environment_with(os.environ, home=lake.folder / "home", catalog_url=catalog_url)
 
 
 def run_juncture(lake: WebLake, catalog_url: str, *args: str) -> str:

@@ -123,10 +123,10 @@ def _bucket_rows(store: LakeStore, table_ids: list[str] | None) -> Iterator[pa.T
     so on the seed lake after a 15% batch)."""
     where: dict[str, list[Any]] = {} if table_ids is None else {"table_id": table_ids}
     columns = ["column_id", "table_id", "header", "n_values", "values", "vectors"]
-    for bucket in sorted(int(b) for b in store.files_by_partition(PEXESO_VECTORS, "bucket", where=where or None)):
-        yield store.read_arrow(PEXESO_VECTORS, columns=columns, where={**where, "bucket": [bucket]}).sort_by(
-            "column_id"
-        )
+    buckets = sorted(int(b) for b in store.files_by_partition(PEXESO_VECTORS, "bucket", where=where or None))
+    for bucket in buckets:
+        rows = store.read_arrow(PEXESO_VECTORS, columns=columns, where={**where, "bucket": [bucket]})
+        yield rows.sort_by("column_id")
 
 
 def column_rows(rows: pa.Table) -> Iterator[dict[str, Any]]:

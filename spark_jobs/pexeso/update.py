@@ -53,7 +53,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _PIVOT_SAMPLE_COLUMNS = 512  # rows (columns or parts of one) whose vectors the driver selects pivots from
-ROW_BYTES = 1 << 20  # packed vectors per row of pexeso_vectors, at most (a single value's may exceed it)
+# Packed vectors per row of pexeso_vectors, at most (a single value's may exceed it). Spark's Parquet
+# reader fills a batch of up to 4,096 rows: at 1 MiB rows a second 15% batch on the seed ran the
+# 4 GB driver out of heap reading them; 64 KiB bounds such a batch to 256 MB.
+ROW_BYTES = 1 << 16
 
 
 def values_per_row(dimension: int) -> int:

@@ -60,5 +60,5 @@ def test_the_rows_of_a_column_join_back_into_the_whole_column() -> None:
         assert got == want and len(c["values"]) == c["n_values"]
 
 
-def test_a_row_holds_about_a_mebibyte_of_vectors() -> None:
-    assert values_per_row(256) == 1024 and values_per_row(1 << 20) == 1
+def test_a_row_holds_at_most_64_kib_of_vectors_and_at_least_one_value() -> None:
+    assert values_per_row(256) == 64 and values_per_row(64) == 256 and values_per_row(1 << 20) == 1

@@ -25,7 +25,7 @@ HEAVY = ("pyspark", "py4j", "airflow", "pyarrow", "pandas", "scipy", "fastapi", 
 PARSER_PROBE = """
 import sys
 from catalog.cli.main import build_parser
-from catalog.core.settings import environment_with, load_settings
+from catalog.core.settings import load_settings
 build_parser()
 load_settings()
 print(','.join(sorted({m.split('.')[0] for m in sys.modules} & set(sys.argv[1:]))))

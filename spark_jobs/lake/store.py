@@ -405,7 +405,10 @@ class LakeStore:
                 partitioning=pads.partitioning(pa.schema(parts), flavor="hive") if parts else None,
                 partition_base_dir=self._fs_path(name),
             )
-            out = dataset.to_table()
+            # only the columns asked for and those `where` filters on (a count of a table of packed
+            # vectors reads two small columns, not the vectors)
+            needed = list(dict.fromkeys([*columns, *(where or {})])) if columns else None
+            out = dataset.to_table(columns=needed)
         out = _arrow_filter(out, where)
         return out.select(list(columns)) if columns else out
 
